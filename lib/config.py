@@ -1,0 +1,141 @@
+"""Run mode, seeding, precision and argument checks shared by every chapter.
+
+The book runs in one of two modes, read from the environment variable ``BOOK_MODE``:
+
+* ``quick``: used by the tests and CI; every experiment is shrunk so that its claim still shows and each chapter
+  executes in under a minute on two CPU cores;
+* ``full`` (the default): the largest setting that fits a few minutes per chapter on two CPU cores.
+
+A chapter picks its sizes in one place with :func:`pick`, e.g. ``steps = pick(quick=500, full=5000)``.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+
+MODES = ("quick", "full")
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def mode() -> str:
+    """Return the current mode, ``"quick"`` or ``"full"`` (environment variable ``BOOK_MODE``)."""
+    value = os.environ.get("BOOK_MODE", "full").strip().lower() or "full"
+    if value not in MODES:
+        raise ValueError(f"BOOK_MODE must be one of {MODES}, got {value!r}")
+    return value
+
+
+def is_quick() -> bool:
+    """True in quick mode."""
+    return mode() == "quick"
+
+
+def pick(quick, full):
+    """Return ``quick`` in quick mode and ``full`` in full mode."""
+    return quick if is_quick() else full
+
+
+def seed_everything(seed: int = 0) -> np.random.Generator:
+    """Seed Python's, NumPy's and torch's global generators; return a fresh NumPy ``Generator``.
+
+    Also asks torch for deterministic algorithms where it has them, so two runs give identical numbers.
+    """
+    if not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    random.seed(int(seed))
+    np.random.seed(int(seed) % 2**32)
+    try:
+        import torch
+
+        torch.manual_seed(int(seed))
+        torch.use_deterministic_algorithms(True, warn_only=True)
+    except ImportError:  # pragma: no cover - torch is a hard dependency of the book
+        pass
+    return np.random.default_rng(int(seed))
+
+
+def set_float64(enabled: bool = True) -> None:
+    """Make float64 (``enabled=True``) or float32 the default torch dtype."""
+    import torch
+
+    torch.set_default_dtype(torch.float64 if enabled else torch.float32)
+
+
+def set_threads(n: int | None = None) -> None:
+    """Limit torch's intra-op threads (default: the number of CPU cores, at most 2 on the book's target)."""
+    import torch
+
+    if n is None:
+        n = max(1, min(2, os.cpu_count() or 1))
+    check_positive("n", n)
+    torch.set_num_threads(int(n))
+
+
+def cache_dir() -> Path:
+    """Directory of the on-disk sweep cache: ``ELD_CACHE_DIR`` or ``<repo>/.cache``."""
+    path = Path(os.environ.get("ELD_CACHE_DIR", REPO_ROOT / ".cache"))
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Argument checks: every public function of lib rejects bad arguments with a ValueError naming the argument.
+# --------------------------------------------------------------------------------------------------------------
+
+
+def check_positive(name: str, value, *, allow_zero: bool = False) -> None:
+    """Raise ``ValueError`` unless ``value`` is a finite number > 0 (or >= 0 with ``allow_zero``)."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number, got {value!r}") from None
+    ok = np.isfinite(v) and (v >= 0 if allow_zero else v > 0)
+    if not ok:
+        bound = ">= 0" if allow_zero else "> 0"
+        raise ValueError(f"{name} must be finite and {bound}, got {value!r}")
+
+
+def check_int(name: str, value, *, minimum: int | None = None, maximum: int | None = None) -> None:
+    """Raise ``ValueError`` unless ``value`` is an integer in ``[minimum, maximum]``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be <= {maximum}, got {value}")
+
+
+def check_range(name: str, value, lo=None, hi=None, *, lo_open: bool = False, hi_open: bool = False) -> None:
+    """Raise ``ValueError`` unless ``lo <= value <= hi`` (open ends with ``lo_open`` / ``hi_open``)."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number, got {value!r}") from None
+    bad = not np.isfinite(v)
+    if lo is not None:
+        bad |= v <= lo if lo_open else v < lo
+    if hi is not None:
+        bad |= v >= hi if hi_open else v > hi
+    if bad:
+        left = "(" if lo_open else "["
+        right = ")" if hi_open else "]"
+        raise ValueError(f"{name} must lie in {left}{lo}, {hi}{right}, got {value!r}")
+
+
+def check_in(name: str, value, allowed: Iterable) -> None:
+    """Raise ``ValueError`` unless ``value`` is one of ``allowed``."""
+    allowed = tuple(allowed)
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
+
+
+def check_shape(name: str, array, shape: tuple) -> None:
+    """Raise ``ValueError`` unless ``array.shape`` matches ``shape`` (``None`` entries match any size)."""
+    actual = tuple(getattr(array, "shape", ()))
+    if len(actual) != len(shape) or any(s is not None and s != a for s, a in zip(shape, actual)):
+        raise ValueError(f"{name} must have shape {shape} (None = any), got {actual}")

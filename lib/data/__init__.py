@@ -1,0 +1,1 @@
+"""Data generators shared by the chapters."""

@@ -1,0 +1,83 @@
+"""One matplotlib style for the whole book and helpers for recurring figures."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .config import check_shape
+
+PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2", "#7f7f7f"]
+
+STYLE = {
+    "figure.figsize": (6.4, 3.8),
+    "figure.dpi": 100,
+    "savefig.dpi": 110,
+    "figure.constrained_layout.use": True,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.titlesize": 11,
+    "axes.labelsize": 10,
+    "legend.fontsize": 8.5,
+    "legend.frameon": False,
+    "lines.linewidth": 1.6,
+    "font.size": 10,
+    "image.cmap": "viridis",
+}
+
+
+def use_style() -> None:
+    """Apply the book's matplotlib style (call once at the top of a chapter)."""
+    import matplotlib as mpl
+    from cycler import cycler
+
+    mpl.rcParams.update(STYLE)
+    mpl.rcParams["axes.prop_cycle"] = cycler(color=PALETTE)
+
+
+def phase_heatmap(ax, x, y, values, *, xlabel: str, ylabel: str, cbar_label: str = "", cmap="RdBu_r", **kw):
+    """Heat map of ``values`` (shape (len(y), len(x))) on a regular grid, e.g. finite / divergent regions."""
+    x, y, values = np.asarray(x), np.asarray(y), np.asarray(values)
+    check_shape("values", values, (len(y), len(x)))
+    mesh = ax.pcolormesh(x, y, values, shading="nearest", cmap=cmap, **kw)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if cbar_label:
+        ax.figure.colorbar(mesh, ax=ax, label=cbar_label)
+    return mesh
+
+
+def bifurcation_scatter(ax, params, points, *, xlabel: str, ylabel: str, s: float = 0.3, **kw):
+    """Scatter of attractor points against a parameter (the bifurcation diagram)."""
+    ax.scatter(np.asarray(params).ravel(), np.asarray(points).ravel(), s=s, c="k", alpha=0.6, lw=0, **kw)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+
+
+def shade_phases(ax, boundaries, labels=None, *, colors=None, alpha: float = 0.12):
+    """Shade consecutive intervals ``[b_i, b_{i+1}]`` of the x-axis and label them at the top."""
+    boundaries = list(boundaries)
+    colors = colors or PALETTE
+    for i in range(len(boundaries) - 1):
+        ax.axvspan(boundaries[i], boundaries[i + 1], color=colors[i % len(colors)], alpha=alpha, lw=0)
+        if labels is not None and i < len(labels):
+            lo, hi = boundaries[i], boundaries[i + 1]
+            mid = np.sqrt(lo * hi) if ax.get_xscale() == "log" and lo > 0 else 0.5 * (lo + hi)
+            ax.text(mid, 0.97, labels[i], transform=ax.get_xaxis_transform(), ha="center", va="top", fontsize=8)
+
+
+def matrix_heatmap(ax, matrix, *, xlabel: str, ylabel: str, title: str = "", cmap="viridis", colorbar=True, **kw):
+    """Heat map of a matrix (e.g. an attention map, rows = queries, columns = keys)."""
+    m = np.asarray(matrix)
+    if m.ndim != 2:
+        raise ValueError(f"matrix must be 2-D, got shape {m.shape}")
+    im = ax.imshow(m, cmap=cmap, aspect="auto", interpolation="nearest", **kw)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(False)
+    if title:
+        ax.set_title(title)
+    if colorbar:
+        ax.figure.colorbar(im, ax=ax)
+    return im

@@ -1,0 +1,1 @@
+"""Theory modules, one per work."""

@@ -1,0 +1,226 @@
+"""Slider-driven figures with a live form (ipywidgets, in Jupyter) and a static form (in the HTML book).
+
+Python callbacks cannot run in a static web page. :func:`slider_figure` therefore returns one object whose
+MIME bundle carries both
+
+* ``application/vnd.jupyter.widget-view+json``: live ipywidgets controls that call ``plot_fn`` on every change;
+* ``text/html``: the figure precomputed on a grid of slider values, as PNG frames swapped by a small
+  JavaScript slider (marked ``data-eld-static``).
+
+Jupyter renders the widget view; the book's ``_config.yml`` ranks ``text/html`` first for the HTML builder,
+so the page shows the static form. ``tests`` fail any widget output without the static form.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import itertools
+import json
+import uuid
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from .config import check_int, pick
+
+STATIC_MARKER = "data-eld-static"
+
+
+def _fmt(value) -> str:
+    if isinstance(value, (bool, np.bool_)):
+        return "on" if value else "off"
+    if isinstance(value, (float, np.floating)):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def _native(value):
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _thin(values: list, k: int) -> list:
+    """Keep ``k`` evenly spaced entries of ``values`` (always the first and the last)."""
+    if len(values) <= k:
+        return values
+    idx = np.unique(np.round(np.linspace(0, len(values) - 1, k)).astype(int))
+    return [values[i] for i in idx]
+
+
+def render_png(fig, dpi: int = 72) -> bytes:
+    """Render a matplotlib figure to PNG bytes and close it."""
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def static_grid(sliders: dict[str, list], static: dict[str, Sequence] | None, max_frames: int) -> dict[str, list]:
+    """Values of each slider in the static form: ``static`` if given, else ``sliders``, thinned so that the
+    number of combinations stays at most ``max_frames``."""
+    grid = {k: list(static[k]) if static and k in static else list(v) for k, v in sliders.items()}
+    while int(np.prod([len(v) for v in grid.values()])) > max_frames:
+        longest = max(grid, key=lambda k: len(grid[k]))
+        if len(grid[longest]) <= 2:
+            break
+        grid[longest] = _thin(grid[longest], len(grid[longest]) - 1)
+    return grid
+
+
+def static_html(plot_fn: Callable, grid: dict[str, list], initial: dict, *, dpi: int = 72, caption: str = "") -> str:
+    """The static form: every combination of ``grid`` rendered once, and one JavaScript control per slider."""
+    names = list(grid)
+    frames = {}
+    for combo in itertools.product(*[range(len(grid[n])) for n in names]):
+        values = {n: _native(grid[n][i]) for n, i in zip(names, combo)}
+        png = render_png(plot_fn(**values), dpi=dpi)
+        frames["_".join(map(str, combo))] = "data:image/png;base64," + base64.b64encode(png).decode()
+    start = []
+    for n in names:
+        opts = grid[n]
+        want = initial.get(n, opts[len(opts) // 2])
+        dist = [abs(float(o) - float(want)) if _is_number(o) and _is_number(want) else (0 if o == want else 1)
+                for o in opts]
+        start.append(int(np.argmin(dist)))
+    uid = "eld-" + uuid.uuid4().hex[:10]
+    controls = []
+    for j, n in enumerate(names):
+        labels = json.dumps([_fmt(v) for v in grid[n]])
+        controls.append(
+            f'<label style="display:flex;align-items:center;gap:0.6em;margin:2px 0">'
+            f'<span style="min-width:9em;font-family:monospace">{html.escape(n)}</span>'
+            f'<input type="range" min="0" max="{len(grid[n]) - 1}" step="1" value="{start[j]}" '
+            f'data-labels=\'{html.escape(labels)}\' style="flex:1;max-width:24em" aria-label="{html.escape(n)}">'
+            f'<output style="min-width:5em;font-family:monospace">{html.escape(_fmt(grid[n][start[j]]))}</output>'
+            f"</label>"
+        )
+    first = frames["_".join(map(str, start))]
+    cap = f'<div style="font-size:90%;color:#555">{html.escape(caption)}</div>' if caption else ""
+    note = (
+        '<div style="font-size:80%;color:#777">Static form: frames precomputed when the book was built. '
+        "Run the notebook in Jupyter for the live widget with finer sliders.</div>"
+    )
+    script = f"""
+<script type="text/javascript">
+(function() {{
+  var root = document.getElementById("{uid}");
+  var frames = JSON.parse(root.querySelector("script[type='application/json']").textContent);
+  var inputs = root.querySelectorAll("input[type=range]");
+  var img = root.querySelector("img");
+  function update() {{
+    var key = [];
+    inputs.forEach(function(inp) {{
+      key.push(inp.value);
+      var labels = JSON.parse(inp.getAttribute("data-labels"));
+      inp.parentNode.querySelector("output").textContent = labels[parseInt(inp.value)];
+    }});
+    var src = frames[key.join("_")];
+    if (src) {{ img.src = src; }}
+  }}
+  inputs.forEach(function(inp) {{ inp.addEventListener("input", update); }});
+}})();
+</script>"""
+    return (
+        f'<div id="{uid}" class="eld-static-widget" {STATIC_MARKER}="1" style="border:1px solid #ddd;'
+        f'border-radius:6px;padding:8px;margin:6px 0">{cap}{"".join(controls)}'
+        f'<img src="{first}" style="max-width:100%" alt="figure for the chosen slider values">'
+        f'<script type="application/json">{json.dumps(frames)}</script>{note}</div>{script}'
+    )
+
+
+def _is_number(x) -> bool:
+    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_))
+
+
+class SliderFigure:
+    """A figure driven by sliders; display it as the last expression of a cell (see :func:`slider_figure`)."""
+
+    def __init__(self, plot_fn, sliders, static, initial, dpi, caption, max_frames):
+        self.plot_fn = plot_fn
+        self.sliders = sliders
+        self.initial = initial
+        self.dpi = dpi
+        self.grid = static_grid(sliders, static, max_frames)
+        self.html = static_html(plot_fn, self.grid, initial, dpi=dpi, caption=caption)
+        self._widget = None
+
+    @property
+    def widget(self):
+        """The live ipywidgets form (built on first use)."""
+        if self._widget is None:
+            import ipywidgets as w
+
+            controls = {}
+            for name, values in self.sliders.items():
+                opts = [(_fmt(v), _native(v)) for v in values]
+                value = _native(self.initial.get(name, values[len(values) // 2]))
+                if not any(o[1] == value for o in opts):
+                    value = opts[len(opts) // 2][1]
+                if all(_is_number(v) for v in values):
+                    controls[name] = w.SelectionSlider(options=opts, value=value, description=name,
+                                                       continuous_update=False,
+                                                       style={"description_width": "initial"})
+                else:
+                    controls[name] = w.Dropdown(options=opts, value=value, description=name)
+            image = w.Image(format="png")
+
+            def redraw(_=None):
+                image.value = render_png(self.plot_fn(**{k: c.value for k, c in controls.items()}), dpi=self.dpi)
+
+            for c in controls.values():
+                c.observe(redraw, names="value")
+            redraw()
+            self._widget = w.VBox([*controls.values(), image])
+        return self._widget
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        bundle = dict(self.widget._repr_mimebundle_())
+        bundle["text/html"] = self.html
+        bundle["text/plain"] = f"<slider figure: {', '.join(self.sliders)}>"
+        return bundle
+
+
+def slider_figure(
+    plot_fn: Callable,
+    sliders: dict[str, Sequence],
+    *,
+    static: dict[str, Sequence] | None = None,
+    initial: dict | None = None,
+    dpi: int = 72,
+    caption: str = "",
+    max_frames: int | None = None,
+) -> SliderFigure:
+    """A slider-driven figure with a live form in Jupyter and a static form in the HTML book.
+
+    Args:
+        plot_fn: ``plot_fn(**values) -> matplotlib.figure.Figure``; must be fast (well under a second).
+        sliders: parameter name -> the values its live slider offers (numbers give a slider, strings a menu).
+        static: parameter name -> the values precomputed for the static form (default: ``sliders``); the
+            static form holds every combination, thinned to at most ``max_frames`` frames.
+        initial: parameter name -> starting value (default: the middle of each list).
+        dpi: resolution of the rendered frames.
+        caption: a line shown above the static form.
+        max_frames: cap on the static frames (default 16 in quick mode, 60 in full mode).
+    """
+    if not callable(plot_fn):
+        raise ValueError("plot_fn must be callable")
+    if not isinstance(sliders, dict) or not sliders:
+        raise ValueError("sliders must be a non-empty dict name -> sequence of values")
+    clean = {}
+    for name, values in sliders.items():
+        values = list(values)
+        if not values:
+            raise ValueError(f"sliders[{name!r}] must hold at least one value")
+        clean[name] = values
+    if static is not None:
+        unknown = set(static) - set(clean)
+        if unknown:
+            raise ValueError(f"static names {sorted(unknown)} are not among sliders {sorted(clean)}")
+    if max_frames is None:
+        max_frames = pick(quick=16, full=60)
+    check_int("max_frames", max_frames, minimum=1, maximum=400)
+    check_int("dpi", dpi, minimum=20, maximum=300)
+    return SliderFigure(plot_fn, clean, static, dict(initial or {}), dpi, caption, max_frames)

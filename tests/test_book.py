@@ -1,0 +1,119 @@
+"""Checks that read the outputs of a quick-mode book build (run by `make test` after the build).
+
+* every claim has the status its chapter expects, and every chapter of the table of contents recorded claims;
+* every widget output carries the static form the HTML book shows;
+* every chapter ran within its quick-mode budget;
+* executing a chapter again gives the identical claims table (determinism).
+"""
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+BUILD = ROOT / "_build"
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+pytestmark = pytest.mark.book
+
+#: quick-mode budget of a chapter in seconds (the diffusion chapter trains a denoiser and has more).
+BUDGET = {"notebooks/concept_learning/03_diffusion": 180.0}
+DEFAULT_BUDGET = 60.0
+#: measured times vary with the machine's load; a chapter fails only past this multiple of its budget.
+TIMING_SLACK = 1.25
+
+
+def _toc_chapters():
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    out = []
+
+    def walk(entries):
+        for e in entries:
+            if "file" in e and e["file"].startswith("notebooks/"):
+                out.append(e["file"])
+            walk(e.get("sections", []))
+            walk(e.get("chapters", []))
+
+    for part in toc.get("parts", []):
+        walk(part.get("chapters", []))
+    return out
+
+
+def _claims_by_doc():
+    from eld_book import load_claims
+
+    if not (BUILD / "claims").exists():
+        pytest.skip("no book build found: run `make test`")
+    by_doc = {}
+    for c in load_claims(BUILD / "claims"):
+        by_doc.setdefault(c["docname"], []).append(c)
+    return by_doc
+
+
+def test_build_was_quick_mode():
+    claims = [c for cs in _claims_by_doc().values() for c in cs]
+    assert claims and {c["mode"] for c in claims} == {"quick"}
+
+
+@pytest.mark.parametrize("docname", _toc_chapters())
+def test_chapter_claims_have_expected_status(docname):
+    claims = _claims_by_doc().get(docname)
+    assert claims, f"{docname} recorded no claims"
+    wrong = [f"{c['source']}: {c['statement']} -> {c['status']} (chapter expects {c['expect']}; "
+             f"measured {c['measured']})" for c in claims if c["status"] != c["expect"]]
+    assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.parametrize("docname", _toc_chapters())
+def test_widget_outputs_have_static_form(docname):
+    import nbformat
+    from execute_notebook import widget_outputs_without_static
+
+    path = BUILD / "jupyter_execute" / f"{docname}.ipynb"
+    assert path.exists(), f"no executed notebook for {docname}"
+    nb = nbformat.read(path, as_version=4)
+    assert not widget_outputs_without_static(nb)
+    n_widgets = sum("application/vnd.jupyter.widget-view+json" in o.get("data", {})
+                    for cell in nb.cells for o in cell.get("outputs", []))
+    assert n_widgets >= 1, f"{docname} has no widget"
+
+
+@pytest.mark.parametrize("docname", _toc_chapters())
+def test_chapter_within_quick_budget(docname):
+    timings = json.loads((BUILD / "timings.json").read_text())
+    assert docname in timings, f"{docname} was not executed"
+    budget = BUDGET.get(docname, DEFAULT_BUDGET)
+    assert timings[docname]["runtime_s"] <= TIMING_SLACK * budget, (
+        f"{docname} took {timings[docname]['runtime_s']} s, budget {budget} s")
+
+
+def _cheapest_chapters(n):
+    path = BUILD / "timings.json"
+    if not path.exists():
+        return []
+    timings = json.loads(path.read_text())
+    chapters = [d for d in _toc_chapters() if d in timings]
+    return sorted(chapters, key=lambda d: timings[d]["runtime_s"])[:n]
+
+
+@pytest.mark.parametrize("docname", _cheapest_chapters(int(os.environ.get("ELD_REPEAT_CHAPTERS", "3"))))
+def test_quick_mode_is_deterministic(docname, tmp_path):
+    """Executing a chapter again in quick mode gives the identical claims table."""
+    import jupytext
+    from nbclient import NotebookClient
+
+    first = json.loads((BUILD / "claims" / (docname.replace("/", "__") + ".json")).read_text())
+    source = ROOT / f"{docname}.md"
+    nb = jupytext.read(source)
+    os.environ.update(BOOK_MODE="quick", ELD_CLAIMS_DIR=str(tmp_path), ELD_DOCNAME=docname)
+    NotebookClient(nb, timeout=600, kernel_name="python3",
+                   resources={"metadata": {"path": str(source.parent)}}).execute()
+    second = json.loads((tmp_path / (docname.replace("/", "__") + ".json")).read_text())
+    strip = lambda payload: [{k: c[k] for k in ("source", "statement", "expected", "measured", "status")}
+                             for c in payload["claims"]]
+    assert strip(first) == strip(second)

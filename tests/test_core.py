@@ -1,0 +1,256 @@
+"""Unit tests of the generic lib modules: config, claims, train, curvature, dynamics, sweep, widgets."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lib import claims, config, curvature, dynamics, sweep, train, widgets
+
+torch.set_default_dtype(torch.float64)
+
+
+# ------------------------------------------------------------------------------------------------ config
+def test_mode_and_pick(monkeypatch):
+    monkeypatch.setenv("BOOK_MODE", "quick")
+    assert config.is_quick() and config.pick(1, 2) == 1
+    monkeypatch.setenv("BOOK_MODE", "full")
+    assert config.pick(1, 2) == 2
+    monkeypatch.setenv("BOOK_MODE", "fast")
+    with pytest.raises(ValueError, match="BOOK_MODE"):
+        config.mode()
+
+
+def test_seed_everything_repeats():
+    config.seed_everything(3)
+    a = torch.randn(4)
+    config.seed_everything(3)
+    assert torch.equal(a, torch.randn(4))
+    with pytest.raises(ValueError, match="seed"):
+        config.seed_everything(-1)
+
+
+@pytest.mark.parametrize(
+    "fn,args,name",
+    [
+        (config.check_positive, ("lr", 0), "lr"),
+        (config.check_positive, ("lr", float("nan")), "lr"),
+        (config.check_int, ("steps", 1.5), "steps"),
+        (lambda *a: config.check_int(*a, minimum=0), ("steps", -1), "steps"),
+        (config.check_range, ("eta", 2.0, 0, 1), "eta"),
+        (config.check_in, ("method", "qr", ("lanczos",)), "method"),
+        (config.check_shape, ("x", np.zeros((2, 3)), (2, 2)), "x"),
+    ],
+)
+def test_checks_name_the_argument(fn, args, name):
+    with pytest.raises(ValueError, match=name):
+        fn(*args)
+
+
+# ------------------------------------------------------------------------------------------------ claims
+def test_claims_written_and_validated(tmp_path, monkeypatch):
+    monkeypatch.setenv("ELD_CLAIMS_DIR", str(tmp_path))
+    monkeypatch.delenv("ELD_DOCNAME", raising=False)
+    claims.chapter("unit-test", "Unit test chapter")
+    c = claims.record(work="chen2023eos", source="Thm 1", statement="s", expected="1", measured="1.0",
+                      tolerance="0", status=claims.status(True))
+    assert c.as_expected
+    payload = json.loads((tmp_path / "unit-test.json").read_text())
+    assert payload["claims"][0]["status"] == "reproduced"
+    assert claims.status(False, partly=True) == "partly reproduced"
+    assert claims.status(False) == "not reproduced"
+    assert "reproduced" in claims.show()._repr_html_()
+    with pytest.raises(ValueError, match="work"):
+        claims.record(work="nobody2020", source="x", statement="s", expected="e", measured="m",
+                      tolerance="t", status="reproduced")
+    with pytest.raises(ValueError, match="status"):
+        claims.record(work="chen2023eos", source="x", statement="s", expected="e", measured="m",
+                      tolerance="t", status="kind of")
+    with pytest.raises(ValueError, match="slug"):
+        claims.chapter("a/b", "bad")
+
+
+# ------------------------------------------------------------------------------------------------ train
+def test_gd_on_quadratic_matches_closed_form():
+    w = torch.tensor([2.0, -1.0])
+    res = train.train(w, lambda p: 0.5 * (p**2).sum(), lr=0.1, steps=10, record_every=5)
+    assert np.allclose(res.params.detach().numpy(), np.array([2.0, -1.0]) * 0.9**10)
+    assert list(res.history["step"]) == [0, 5, 10] and not res.diverged
+
+
+def test_divergence_is_recorded_not_raised():
+    res = train.train(torch.tensor([1.0]), lambda p: (p**2).sum(), lr=1.5, steps=1000, divergence_bound=1e6)
+    assert res.diverged and res.diverged_step < 1000
+
+
+def test_schedule_and_module_and_sgd():
+    model = torch.nn.Linear(3, 1)
+    X, y = torch.randn(64, 3), torch.randn(64, 1)
+
+    def batch_fn(step, g):
+        idx = torch.randint(0, 64, (16,), generator=g)
+        return X[idx], y[idx]
+
+    res = train.train(model, lambda m, b: ((m(b[0]) - b[1]) ** 2).mean(), lr=0.05, steps=20, optimizer="sgd",
+                      batch_fn=batch_fn, schedule=train.step_decay(10, 0.1))
+    assert res.history["lr"][0] == pytest.approx(0.05) and res.history["lr"][-1] == pytest.approx(0.005)
+    assert train.piecewise([5], [1.0, 0.5])(7) == 0.5
+
+
+@pytest.mark.parametrize("kw,name", [({"lr": -1.0}, "lr"), ({"steps": -2}, "steps"),
+                                     ({"optimizer": "lbfgs"}, "optimizer"), ({"optimizer": "sgd"}, "batch_fn")])
+def test_train_rejects_bad_arguments(kw, name):
+    args = {"lr": 0.1, "steps": 1, **kw}
+    with pytest.raises(ValueError, match=name):
+        train.train(torch.zeros(2), lambda p: (p**2).sum(), **args)
+
+
+# ------------------------------------------------------------------------------------------------ curvature
+def _quartic_loss(A):
+    return lambda th: 0.5 * th @ A @ th + 0.25 * (th**4).sum()
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(2, 7))
+def test_hvp_equals_dense_hessian_product(seed, n):
+    g = torch.Generator().manual_seed(seed)
+    B = torch.randn(n, n, generator=g)
+    loss = _quartic_loss(B @ B.T)
+    th, v = torch.randn(n, generator=g), torch.randn(n, generator=g)
+    assert torch.allclose(curvature.hvp(loss, th, v), curvature.hessian(loss, th) @ v, atol=1e-9)
+
+
+@pytest.mark.parametrize("method", ["lanczos", "power", "dense"])
+def test_top_eigenpairs_agree_with_eigh(method):
+    g = torch.Generator().manual_seed(1)
+    B = torch.randn(8, 8, generator=g)
+    loss = _quartic_loss(B @ B.T)
+    th = torch.randn(8, generator=g)
+    H = curvature.hessian(loss, th)
+    ev, U = torch.linalg.eigh(H)
+    vals, vecs = curvature.hessian_top_eigenpairs(loss, th, k=2, method=method, tol=1e-12, maxiter=5000)
+    assert torch.allclose(vals, ev.flip(0)[:2], rtol=1e-6)
+    assert abs(float(vecs[:, 0] @ U[:, -1])) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_directional_derivatives_of_polynomial():
+    # f(c) = loss(theta + c u) for loss = sum(th^4)/4 with theta=0: f = c^4 sum(u^4)/4
+    u = torch.tensor([1.0, 2.0])
+    d = curvature.directional_derivatives(lambda th: 0.25 * (th**4).sum(), torch.zeros(2), u)
+    assert torch.allclose(d, torch.tensor([0.0, 0.0, 0.0, 0.0, 6.0 * 17.0]))
+
+
+def test_curvature_rejects_bad_arguments():
+    loss = lambda th: (th**2).sum()
+    with pytest.raises(ValueError, match="theta"):
+        curvature.hessian_top_eigenpairs(loss, torch.zeros(2, 2))
+    with pytest.raises(ValueError, match="method"):
+        curvature.hessian_top_eigenpairs(loss, torch.zeros(3), method="qr")
+    with pytest.raises(ValueError, match="k"):
+        curvature.hessian_top_eigenpairs(loss, torch.zeros(3), k=4)
+    with pytest.raises(ValueError, match="v"):
+        curvature.hvp(loss, torch.zeros(3), torch.zeros(2))
+
+
+def test_flatten_module_hessian_matches_manual():
+    model = torch.nn.Linear(2, 1, bias=False)
+    X = torch.randn(10, 2)
+    theta, loss = curvature.flatten_module(model, lambda call: (call(X) ** 2).mean())
+    H = curvature.hessian(loss, theta)
+    assert torch.allclose(H, 2 * X.T @ X / 10, atol=1e-10)
+
+
+# ------------------------------------------------------------------------------------------------ dynamics
+def test_period_detection_on_logistic_quartic_map():
+    eta = np.array([0.5, 1.05, 1.25, 3.0])
+    F = lambda x: x + eta * (1 - x**2) * x  # GD on (x^2-1)^2/4
+    traj = dynamics.iterate_map(F, np.full(4, 0.3), 4000, keep=300)
+    assert list(dynamics.detect_period(traj)) == [1, 2, 4, -1]
+
+
+@settings(max_examples=10, deadline=None)
+@given(K=st.floats(1.01, 1.2))
+def test_two_step_fixed_points_satisfy_fixed_point_equation(K):
+    F = lambda x: x + K * (1 - x**2) * x
+    roots = dynamics.two_step_fixed_points(F, 0.05, 1.5, exclude=[1.0])
+    assert len(roots) == 2 and roots[0] < 1 < roots[1]
+    assert np.allclose(F(F(roots)), roots, atol=1e-9)
+    assert np.allclose(F(roots[0]), roots[1], atol=1e-8)
+
+
+def test_bifurcation_diagram_shapes_and_errors():
+    p, x = dynamics.bifurcation_diagram(lambda x, k: x + k * (1 - x**2) * x, np.linspace(0.5, 1.2, 5), 0.3,
+                                        transient=100, keep=8)
+    assert p.shape == x.shape == (40,)
+    with pytest.raises(ValueError, match="steps"):
+        dynamics.iterate_map(lambda x: x, 0.0, -1)
+    with pytest.raises(ValueError, match="traj"):
+        dynamics.detect_period(np.zeros((10, 2)), max_period=8)
+
+
+# ------------------------------------------------------------------------------------------------ sweep
+def _square(x):
+    _square.calls += 1
+    return x * x
+
+
+_square.calls = 0
+
+
+def test_sweep_caches_and_recovers_from_corrupt_entries(tmp_path, monkeypatch):
+    monkeypatch.setenv("ELD_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("ELD_NO_CACHE", raising=False)
+    _square.calls = 0
+    configs = [{"x": i} for i in range(4)]
+    assert sweep.sweep(_square, configs, name="sq") == [0, 1, 4, 9]
+    assert _square.calls == 4
+    assert sweep.sweep(_square, configs, name="sq") == [0, 1, 4, 9]
+    assert _square.calls == 4  # all cached
+    files = sorted((tmp_path / "sq").glob("*.pkl"))
+    assert len(files) == 4 and not list((tmp_path / "sq").glob(".tmp-*"))
+    files[0].write_bytes(b"garbage")
+    assert sweep.sweep(_square, configs, name="sq") == [0, 1, 4, 9]
+    assert _square.calls == 5  # only the corrupt entry was recomputed
+    assert sweep.cached_call(_square, {"x": 7}, name="sq") == 49
+    with pytest.raises(ValueError, match="configs"):
+        sweep.sweep(_square, {"x": 1})
+    with pytest.raises(ValueError, match="n_jobs"):
+        sweep.sweep(_square, configs, n_jobs=0)
+
+
+def test_config_key_depends_on_config_and_version():
+    k1 = sweep.config_key("a", {"x": 1, "y": [1, 2]}, "v1")
+    assert k1 == sweep.config_key("a", {"y": [1, 2], "x": 1}, "v1")
+    assert k1 != sweep.config_key("a", {"x": 2, "y": [1, 2]}, "v1")
+    assert k1 != sweep.config_key("a", {"x": 1, "y": [1, 2]}, "v2")
+
+
+# ------------------------------------------------------------------------------------------------ widgets
+def test_slider_figure_has_live_and_static_forms():
+    import matplotlib.pyplot as plt
+
+    def draw(a, label):
+        fig, ax = plt.subplots()
+        ax.plot([0, 1], [0, a])
+        ax.set_title(label)
+        return fig
+
+    sf = widgets.slider_figure(draw, {"a": np.linspace(0, 1, 30), "label": ["x", "y"]}, max_frames=12)
+    bundle = sf._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    assert widgets.STATIC_MARKER in bundle["text/html"]
+    n_frames = np.prod([len(v) for v in sf.grid.values()])
+    assert n_frames <= 12 and bundle["text/html"].count("data:image/png;base64") >= n_frames
+    with pytest.raises(ValueError, match="sliders"):
+        widgets.slider_figure(draw, {})
+    with pytest.raises(ValueError, match="static"):
+        widgets.slider_figure(draw, {"a": [1]}, static={"b": [1]})
+    assert plt.get_fignums() == []  # frames are closed after rendering
+
+
+def test_environment_not_polluted():
+    assert os.environ.get("BOOK_MODE") in ("quick", "full")
