@@ -23,7 +23,8 @@ STATUSES = ("reproduced", "partly reproduced", "not reproduced")
 WORKS = {
     "chen2023eos": "Chen & Bruna, Beyond the Edge of Stability via Two-step Gradient Updates (ICML 2023)",
     "chen2025thesis": "L. Chen, Simple Structures in Neural Networks (PhD thesis, NYU, 2025)",
-    "li2024thesis": "H. Li, Optimization and Generalization Analysis of Advanced Neural Networks (PhD thesis, RPI, 2024)",
+    "li2024thesis": ("H. Li, Optimization and Generalization Analysis of Advanced Neural Networks "
+                     "(PhD thesis, RPI, 2024)"),
     "yang2025sim": "Yang et al., Dynamics of Concept Learning and Compositional Generalization (ICLR 2025)",
     "wang2024induction": "Wang, Yu, E & Wu, How Transformers Implement Induction Heads (2024)",
 }

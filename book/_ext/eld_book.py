@@ -66,6 +66,21 @@ def on_source_read(app, docname, source):
     os.environ["ELD_DOCNAME"] = docname
 
 
+def on_page_dedup_js(app, pagename, templatename, context, doctree):
+    """sphinx-thebe's set-up runs twice under jupyter-book, so every page declared ``THEBE_JS_URL`` twice (a
+    console error in the browser); keep the first copy of each script tag."""
+    files = context.get("script_files")
+    if not files:
+        return
+    seen, kept = set(), []
+    for js in files:
+        key = (str(js), repr(sorted(getattr(js, "attributes", {}).items())))
+        if key not in seen:
+            seen.add(key)
+            kept.append(js)
+    context["script_files"] = kept
+
+
 def load_claims(claims_dir: Path, docnames=None) -> list[dict]:
     """All claims in ``claims_dir`` (only of ``docnames`` when given), each dict with its ``docname``."""
     out = []
@@ -153,6 +168,7 @@ def setup(app):
     app.connect("builder-inited", on_builder_inited)
     app.connect("env-purge-doc", on_env_purge_doc)
     app.connect("source-read", on_source_read)
+    app.connect("html-page-context", on_page_dedup_js)
     app.connect("doctree-resolved", on_doctree_resolved)
     app.connect("build-finished", on_build_finished)
     return {"version": "0.1", "parallel_read_safe": False, "parallel_write_safe": True}
