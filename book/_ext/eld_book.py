@@ -74,7 +74,8 @@ def on_page_dedup_js(app, pagename, templatename, context, doctree):
         return
     seen, kept = set(), []
     for js in files:
-        key = (str(js), repr(sorted(getattr(js, "attributes", {}).items())))
+        # an inline script is added once with filename None and once with '': treat them as the same
+        key = (getattr(js, "filename", str(js)) or "", repr(sorted(getattr(js, "attributes", {}).items())))
         if key not in seen:
             seen.add(key)
             kept.append(js)
@@ -168,7 +169,7 @@ def setup(app):
     app.connect("builder-inited", on_builder_inited)
     app.connect("env-purge-doc", on_env_purge_doc)
     app.connect("source-read", on_source_read)
-    app.connect("html-page-context", on_page_dedup_js)
+    app.connect("html-page-context", on_page_dedup_js, priority=999)
     app.connect("doctree-resolved", on_doctree_resolved)
     app.connect("build-finished", on_build_finished)
     return {"version": "0.1", "parallel_read_safe": False, "parallel_write_safe": True}
