@@ -1,0 +1,130 @@
+"""A small conditional U-Net denoiser for tiny images (nanoGPT-style: one file, read top to bottom).
+
+``eps_hat = CondUNet(cfg)(z_t, t, c)``: the noisy image ``z_t`` (B, C, S, S), the diffusion time ``t`` (B,) in
+[0, 1] and a conditioning vector ``c`` (B, cond_dim) give the predicted noise (B, C, S, S).
+
+Layout (Yang et al. 2025, App. G.2, shrunk): a sinusoidal time embedding and a 2-layer MLP embedding of ``c`` are
+summed into one vector added inside every residual block; the condition embedding is also added to the feature map
+after every downsampling (as in the paper). Each resolution level has ``blocks`` residual blocks
+(GroupNorm -> GELU -> 3x3 conv, twice); there is no attention (the paper has one self-attention layer in the
+bottleneck; at 4x4 it adds little).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from ..config import check_int
+
+
+@dataclass
+class UNetConfig:
+    in_channels: int = 3
+    channels: tuple = (32, 64)  # feature width of each resolution level; len(channels) - 1 downsamplings
+    blocks: int = 1  # residual blocks per level (the paper uses 2)
+    cond_dim: int = 4  # (radius, R, G, B)
+    emb_dim: int = 64
+    groups: int = 8  # GroupNorm groups (the paper uses LayerNorm = 1 group)
+
+    def __post_init__(self):
+        check_int("in_channels", self.in_channels, minimum=1)
+        check_int("blocks", self.blocks, minimum=1)
+        check_int("cond_dim", self.cond_dim, minimum=1)
+        check_int("emb_dim", self.emb_dim, minimum=2)
+        check_int("groups", self.groups, minimum=1)
+        if len(self.channels) < 1 or any(int(c) < 1 or int(c) % self.groups for c in self.channels):
+            raise ValueError(f"channels must be a non-empty tuple of multiples of groups={self.groups}, "
+                             f"got {self.channels!r}")
+        if self.emb_dim % 2:
+            raise ValueError(f"emb_dim must be even, got {self.emb_dim}")
+
+
+def timestep_embedding(t: torch.Tensor, dim: int, max_period: float = 10_000.0) -> torch.Tensor:
+    """Sinusoidal embedding of times ``t`` (B,) in [0, 1] -> (B, dim) (Vaswani et al. 2017, scaled by 1000)."""
+    half = dim // 2
+    freqs = torch.exp(-math.log(max_period) * torch.arange(half, dtype=t.dtype, device=t.device) / half)
+    args = 1000.0 * t[:, None] * freqs[None]
+    return torch.cat([torch.cos(args), torch.sin(args)], dim=-1)
+
+
+class ResBlock(nn.Module):
+    """x + conv(GELU(GN(conv(GELU(GN(x))) + proj(emb)))), with a 1x1 skip when the width changes."""
+
+    def __init__(self, cin: int, cout: int, emb_dim: int, groups: int):
+        super().__init__()
+        self.norm1 = nn.GroupNorm(groups, cin)
+        self.conv1 = nn.Conv2d(cin, cout, 3, padding=1)
+        self.emb = nn.Linear(emb_dim, cout)
+        self.norm2 = nn.GroupNorm(groups, cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, padding=1)
+        self.skip = nn.Conv2d(cin, cout, 1) if cin != cout else nn.Identity()
+
+    def forward(self, x, emb):
+        h = self.conv1(F.gelu(self.norm1(x)))
+        h = h + self.emb(emb)[:, :, None, None]
+        h = self.conv2(F.gelu(self.norm2(h)))
+        return h + self.skip(x)
+
+
+class CondUNet(nn.Module):
+    """Conditional U-Net; see the module docstring. ``forward(z (B,C,S,S), t (B,), c (B,cond_dim)) -> (B,C,S,S)``.
+
+    ``S`` must be divisible by ``2 ** (len(channels) - 1)``.
+    """
+
+    def __init__(self, cfg: UNetConfig | None = None):
+        super().__init__()
+        cfg = cfg or UNetConfig()
+        self.cfg = cfg
+        ch, E, G = tuple(int(c) for c in cfg.channels), cfg.emb_dim, cfg.groups
+        self.time_mlp = nn.Sequential(nn.Linear(E, E), nn.GELU(), nn.Linear(E, E))
+        self.cond_mlp = nn.Sequential(nn.Linear(cfg.cond_dim, E), nn.GELU(), nn.Linear(E, E))
+        self.conv_in = nn.Conv2d(cfg.in_channels, ch[0], 3, padding=1)
+        self.down, self.downsample, self.cond_after_down = nn.ModuleList(), nn.ModuleList(), nn.ModuleList()
+        cin = ch[0]
+        for i, c in enumerate(ch):
+            self.down.append(nn.ModuleList([ResBlock(cin if b == 0 else c, c, E, G) for b in range(cfg.blocks)]))
+            cin = c
+            if i < len(ch) - 1:
+                self.downsample.append(nn.Conv2d(c, ch[i + 1], 3, stride=2, padding=1))
+                self.cond_after_down.append(nn.Linear(E, ch[i + 1]))
+                cin = ch[i + 1]
+        self.mid = ResBlock(ch[-1], ch[-1], E, G)
+        self.up, self.upsample = nn.ModuleList(), nn.ModuleList()
+        for i in reversed(range(len(ch))):
+            self.up.append(nn.ModuleList([ResBlock(2 * ch[i] if b == 0 else ch[i], ch[i], E, G)
+                                          for b in range(cfg.blocks)]))
+            if i > 0:
+                self.upsample.append(nn.Conv2d(ch[i], ch[i - 1], 3, padding=1))
+        self.norm_out = nn.GroupNorm(G, ch[0])
+        self.conv_out = nn.Conv2d(ch[0], cfg.in_channels, 3, padding=1)
+
+    def forward(self, z, t, c):
+        cond = self.cond_mlp(c)
+        emb = self.time_mlp(timestep_embedding(t, self.cfg.emb_dim)) + cond
+        h = self.conv_in(z)
+        skips = []
+        for i, blocks in enumerate(self.down):
+            for block in blocks:
+                h = block(h, emb)
+            skips.append(h)
+            if i < len(self.downsample):
+                h = self.downsample[i](h) + self.cond_after_down[i](cond)[:, :, None, None]
+        h = self.mid(h, emb)
+        for j, blocks in enumerate(self.up):
+            h = torch.cat([h, skips.pop()], dim=1)
+            for block in blocks:
+                h = block(h, emb)
+            if j < len(self.upsample):
+                h = self.upsample[j](F.interpolate(h, scale_factor=2.0, mode="nearest"))
+        return self.conv_out(F.gelu(self.norm_out(h)))
+
+
+def num_params(model: nn.Module) -> int:
+    """Number of trainable parameters."""
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
