@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .plots import matrix_heatmap
+
 __all__ = ["attention_heatmap"]
 
 
@@ -18,13 +20,7 @@ def attention_heatmap(ax, A, *, title: str = "", xlabel: str = "key position $j$
     if A.ndim != 2:
         raise ValueError(f"A must be a 2-D (T, T) array, got shape {A.shape}")
     T0, T1 = A.shape
-    im = ax.imshow(A, cmap=cmap, vmin=0.0, vmax=vmax if vmax is not None else max(float(A.max()), 1e-12),
-                   aspect="auto", interpolation="nearest", extent=(0.5, T1 + 0.5, T0 + 0.5, 0.5))
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.grid(False)
-    if title:
-        ax.set_title(title)
-    if colorbar:
-        ax.figure.colorbar(im, ax=ax, label="attention weight")
-    return im
+    return matrix_heatmap(ax, A, xlabel=xlabel, ylabel=ylabel, title=title, cmap=cmap, colorbar=colorbar,
+                          colorbar_label="attention weight", vmin=0.0,
+                          vmax=vmax if vmax is not None else max(float(A.max()), 1e-12),
+                          extent=(0.5, T1 + 0.5, T0 + 0.5, 0.5))

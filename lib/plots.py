@@ -67,8 +67,9 @@ def shade_phases(ax, boundaries, labels=None, *, colors=None, alpha: float = 0.1
             ax.text(mid, 0.97, labels[i], transform=ax.get_xaxis_transform(), ha="center", va="top", fontsize=8)
 
 
-def matrix_heatmap(ax, matrix, *, xlabel: str, ylabel: str, title: str = "", cmap="viridis", colorbar=True, **kw):
-    """Heat map of a matrix (e.g. an attention map, rows = queries, columns = keys)."""
+def matrix_heatmap(ax, matrix, *, xlabel: str, ylabel: str, title: str = "", cmap="viridis", colorbar=True,
+                   colorbar_label: str = "", **kw):
+    """Heat map of a matrix (e.g. an attention map, rows = queries, columns = keys); ``kw`` go to ``imshow``."""
     m = np.asarray(matrix)
     if m.ndim != 2:
         raise ValueError(f"matrix must be 2-D, got shape {m.shape}")
@@ -79,5 +80,5 @@ def matrix_heatmap(ax, matrix, *, xlabel: str, ylabel: str, title: str = "", cma
     if title:
         ax.set_title(title)
     if colorbar:
-        ax.figure.colorbar(im, ax=ax)
+        ax.figure.colorbar(im, ax=ax, label=colorbar_label)
     return im
