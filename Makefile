@@ -10,7 +10,6 @@ PY     := $(VENV)/bin/python
 JB     := $(VENV)/bin/jupyter-book
 STAMP  := $(VENV)/.installed
 export PYTHONHASHSEED := 0
-export MPLBACKEND := Agg
 
 .PHONY: book test notebooks lint unit clean setup benchmark
 

@@ -28,10 +28,22 @@ STYLE = {
 
 
 def use_style() -> None:
-    """Apply the book's matplotlib style (call once at the top of a chapter)."""
+    """Apply the book's matplotlib style (call once at the top of a chapter).
+
+    Inside a Jupyter kernel it also selects the inline backend, so that figures appear even when the kernel
+    inherited a non-interactive ``MPLBACKEND`` (with ``Agg`` every ``plt.show()`` would be dropped silently).
+    """
     import matplotlib as mpl
     from cycler import cycler
 
+    try:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+    except ImportError:
+        shell = None
+    if shell is not None and getattr(shell, "kernel", None) is not None:
+        shell.run_line_magic("matplotlib", "inline")
     mpl.rcParams.update(STYLE)
     mpl.rcParams["axes.prop_cycle"] = cycler(color=PALETTE)
 

@@ -2,6 +2,7 @@
 
 * every claim has the status its chapter expects, and every chapter of the table of contents recorded claims;
 * every widget output carries the static form the HTML book shows;
+* every chapter page of the HTML book shows its figures (not only the widgets' static frames);
 * every chapter ran within its quick-mode budget;
 * executing a chapter again gives the identical claims table (determinism).
 """
@@ -81,6 +82,24 @@ def test_widget_outputs_have_static_form(docname):
     n_widgets = sum("application/vnd.jupyter.widget-view+json" in o.get("data", {})
                     for cell in nb.cells for o in cell.get("outputs", []))
     assert n_widgets >= 1, f"{docname} has no widget"
+
+
+#: figures (matplotlib outputs rendered as images) a chapter page must show at least, besides its widgets.
+MIN_FIGURES = 3
+
+
+@pytest.mark.parametrize("docname", _toc_chapters())
+def test_chapter_page_shows_its_figures(docname):
+    """A kernel without an inline backend (e.g. MPLBACKEND=Agg inherited from the shell) silently drops every
+    ``plt.show()``; count the figure outputs of the executed notebook and the images of the rendered page."""
+    import nbformat
+
+    nb = nbformat.read(BUILD / "jupyter_execute" / f"{docname}.ipynb", as_version=4)
+    figures = sum("image/png" in o.get("data", {}) for cell in nb.cells for o in cell.get("outputs", []))
+    assert figures >= MIN_FIGURES, f"{docname}: {figures} figure outputs"
+    page = (BUILD / "html" / f"{docname}.html").read_text()
+    assert page.count('src="../../_images/') >= MIN_FIGURES, (
+        f"{docname}: the rendered page shows fewer than {MIN_FIGURES} figures")
 
 
 @pytest.mark.parametrize("docname", _toc_chapters())
