@@ -178,11 +178,23 @@ def table_html(claims: list[dict] | list[Claim], *, show_chapter: bool = False) 
         )
     head_chap = "<th>chapter</th>" if show_chapter else ""
     return (
-        '<table class="eld-claims">'
+        f"<style>{_TABLE_CSS}</style>"
+        '<div class="eld-claims-wrap"><table class="eld-claims">'
         f"<thead><tr>{head_chap}<th>source</th><th>claim</th><th>expected</th><th>measured</th>"
         "<th>tolerance</th><th>status</th><th>note</th></tr></thead>"
-        f"<tbody>{''.join(rows)}</tbody></table>"
+        f"<tbody>{''.join(rows)}</tbody></table></div>"
     )
+
+
+#: compact, readable claims tables in the narrow text column of the book (and in Jupyter)
+_TABLE_CSS = (
+    ".eld-claims-wrap{overflow-x:auto;margin:0.5em 0}"
+    ".eld-claims{font-size:0.8em;border-collapse:collapse;width:100%;line-height:1.35}"
+    ".eld-claims th,.eld-claims td{vertical-align:top;padding:3px 6px;border-bottom:1px solid #e3e3e3;"
+    "text-align:left}"
+    ".eld-claims td:nth-last-child(6),.eld-claims td:nth-last-child(4){min-width:13em}"
+    ".eld-claims td:nth-last-child(2){white-space:nowrap}"
+)
 
 
 class ClaimsTable:
