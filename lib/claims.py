@@ -171,17 +171,17 @@ def table_html(claims: list[dict] | list[Claim], *, show_chapter: bool = False) 
         e = html.escape
         expect_note = "" if c["status"] == c["expect"] else f"<br><em>chapter expects: {e(c['expect'])}</em>"
         chap = f"<td>{e(c['chapter'])}</td>" if show_chapter else ""
+        note = f'<div class="eld-claim-note">{e(c["note"])}</div>' if c["note"] else ""
         rows.append(
-            f"<tr>{chap}<td>{e(c['source'])}</td><td>{e(c['statement'])}</td><td>{e(c['expected'])}</td>"
-            f"<td>{e(c['measured'])}</td><td>{e(c['tolerance'])}</td><td>{badge(c['status'])}{expect_note}</td>"
-            f"<td>{e(c['note'])}</td></tr>"
+            f"<tr>{chap}<td>{e(c['source'])}</td><td>{e(c['statement'])}{note}</td><td>{e(c['expected'])}</td>"
+            f"<td>{e(c['measured'])}</td><td>{e(c['tolerance'])}</td><td>{badge(c['status'])}{expect_note}</td></tr>"
         )
     head_chap = "<th>chapter</th>" if show_chapter else ""
     return (
         f"<style>{_TABLE_CSS}</style>"
         '<div class="eld-claims-wrap"><table class="eld-claims">'
         f"<thead><tr>{head_chap}<th>source</th><th>claim</th><th>expected</th><th>measured</th>"
-        "<th>tolerance</th><th>status</th><th>note</th></tr></thead>"
+        "<th>tolerance</th><th>status</th></tr></thead>"
         f"<tbody>{''.join(rows)}</tbody></table></div>"
     )
 
@@ -192,8 +192,9 @@ _TABLE_CSS = (
     ".eld-claims{font-size:0.8em;border-collapse:collapse;width:100%;line-height:1.35}"
     ".eld-claims th,.eld-claims td{vertical-align:top;padding:3px 6px;border-bottom:1px solid #e3e3e3;"
     "text-align:left}"
-    ".eld-claims td:nth-last-child(6),.eld-claims td:nth-last-child(4){min-width:13em}"
-    ".eld-claims td:nth-last-child(2){white-space:nowrap}"
+    ".eld-claims td:nth-last-child(5){min-width:16em}.eld-claims td:nth-last-child(3){min-width:11em}"
+    ".eld-claims td:last-child{white-space:nowrap}"
+    ".eld-claim-note{color:#666;font-style:italic;margin-top:0.3em}"
 )
 
 

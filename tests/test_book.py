@@ -100,6 +100,7 @@ def test_chapter_page_shows_its_figures(docname):
     page = (BUILD / "html" / f"{docname}.html").read_text()
     assert page.count('src="../../_images/') >= MIN_FIGURES, (
         f"{docname}: the rendered page shows fewer than {MIN_FIGURES} figures")
+    assert "<p>|" not in page, f"{docname}: a Markdown table output was rendered as a paragraph"
 
 
 @pytest.mark.parametrize("docname", _toc_chapters())
