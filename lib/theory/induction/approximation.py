@@ -51,7 +51,7 @@ __all__ = [
     "PAPER_THM41",
 ]
 
-#: Settings of the hand-built checks (the paper gives no numerical setting for Sec. 4; these are the spec's).
+#: Settings of the hand-built checks (the paper gives no numerical setting for Sec. 4; these are ours).
 PAPER_THM41 = {"d": 4, "W_star": "N(0,1) entries", "tokens": "uniform [-1,1]^d", "p": (4, 6, 8, 10),
                "L": (20, 400), "n_sequences": 200}
 

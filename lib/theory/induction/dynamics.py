@@ -6,7 +6,7 @@ Notation (the paper's, with the two-head model of Eqs. 9-10): scalar Gaussian to
 ``p`` (RPE of the 4-gram head), ``g`` (its value weight), ``w`` (the single query-key weight ``w_KQ``) and ``h``
 (the induction head's value weight). The 4-gram loss (Eq. 19) is exact; the induction-head loss (Eq. 22) uses the
 paper's exp-linearised softmax ``softmax(z) -> exp(z)/(L-2)``. The model sums run over the ``L-2`` keys
-``s = 2..L-1`` for both target and model (the spec's reading of Eq. 10).
+``s = 2..L-1`` for both target and model (our reading of Eq. 10).
 
 Everything here is NumPy/SciPy except the Monte-Carlo model and its SGD trainer (torch, float64).
 """
@@ -61,7 +61,7 @@ __all__ = [
 #: Fig. 2 of the paper: the only numerical figure (closed-form Stage-II flow; the horizon is ours).
 PAPER_FIG2 = dict(alpha_star=1.0, w_star=0.49, sigma_init=0.01, L=1000, t_max=2e5)
 
-#: The time-scale sweeps of Thm 5.5 (one factor at a time around Fig. 2; the spec's N7 grid).
+#: The time-scale sweeps of Thm 5.5 (one factor at a time around Fig. 2; the grid of chapter 2).
 PAPER_SWEEPS = dict(
     L=[250, 500, 1000, 2000, 4000],
     sigma_init=[1e-1, 1e-2, 1e-3, 1e-4, 1e-6],
@@ -187,7 +187,7 @@ def reparam_forward(X, params: dict, *, p1: float = float("inf"), softmax: str =
 
 # ------------------------------------------------------------------------------------------ stage I (App. B)
 def stage1_loss(p_tilde: float, L: int, g0: float, alpha_star: float, *, grad: bool = False):
-    """Exact Gaussian 4-gram loss of Stage I as a function of ``p_tilde = p^(1,1)`` (App. B; spec N5).
+    """Exact Gaussian 4-gram loss of Stage I as a function of ``p_tilde = p^(1,1)`` (App. B).
 
     Layer 2's 4-gram head has ``p^(2,1) = 0`` (uniform over the ``L-2`` keys) and value weight ``g0``; only the
     ``p_tilde``-dependent 4-gram part is returned (the induction-head part does not depend on ``p_tilde``).
