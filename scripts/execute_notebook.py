@@ -20,6 +20,34 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
+def execute(path: Path, *, mode: str, claims_dir: Path, docname: str, timeout: int = 1200):
+    """Execute the chapter at ``path`` in ``mode``, its claims going to ``claims_dir`` under ``docname``.
+
+    Returns ``(notebook, error)``: the executed notebook and the text of a cell error (None when all cells ran).
+    """
+    import jupytext
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    nb = jupytext.read(path)
+    env = dict(BOOK_MODE=mode, ELD_CLAIMS_DIR=str(claims_dir), ELD_DOCNAME=docname)
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)  # the kernel inherits them; restored below for the calling process
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                            resources={"metadata": {"path": str(Path(path).parent)}})
+    try:
+        client.execute()
+    except CellExecutionError as err:
+        return nb, str(err)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return nb, None
+
+
 def widget_outputs_without_static(nb) -> list[str]:
     """Cell ids (index) of outputs carrying a widget view but no static form of lib.widgets."""
     from lib.widgets import STATIC_MARKER
@@ -44,23 +72,13 @@ def main() -> int:
     parser.add_argument("--timeout", type=int, default=1200)
     args = parser.parse_args()
 
-    import jupytext
-    from nbclient import NotebookClient
-    from nbclient.exceptions import CellExecutionError
-
     path = Path(args.notebook).resolve()
-    nb = jupytext.read(path)
     claims_dir = Path(tempfile.mkdtemp(prefix="eld-claims-"))
-    os.environ.update(BOOK_MODE=args.mode, ELD_CLAIMS_DIR=str(claims_dir), ELD_DOCNAME=path.stem)
-    client = NotebookClient(nb, timeout=args.timeout, kernel_name="python3",
-                            resources={"metadata": {"path": str(path.parent)}})
     t0 = time.time()
-    ok = True
-    try:
-        client.execute()
-    except CellExecutionError as err:
-        ok = False
-        print(str(err)[-4000:])
+    nb, error = execute(path, mode=args.mode, claims_dir=claims_dir, docname=path.stem, timeout=args.timeout)
+    ok = error is None
+    if error:
+        print(error[-4000:])
     elapsed = time.time() - t0
     print(f"\n{path.relative_to(ROOT)}: {'OK' if ok else 'FAILED'} in {elapsed:.1f} s ({args.mode} mode)")
     if args.save:

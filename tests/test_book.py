@@ -124,15 +124,11 @@ def _cheapest_chapters(n):
 @pytest.mark.parametrize("docname", _cheapest_chapters(int(os.environ.get("ELD_REPEAT_CHAPTERS", "3"))))
 def test_quick_mode_is_deterministic(docname, tmp_path):
     """Executing a chapter again in quick mode gives the identical claims table."""
-    import jupytext
-    from nbclient import NotebookClient
+    from execute_notebook import execute
 
     first = json.loads((BUILD / "claims" / (docname.replace("/", "__") + ".json")).read_text())
-    source = ROOT / f"{docname}.md"
-    nb = jupytext.read(source)
-    os.environ.update(BOOK_MODE="quick", ELD_CLAIMS_DIR=str(tmp_path), ELD_DOCNAME=docname)
-    NotebookClient(nb, timeout=600, kernel_name="python3",
-                   resources={"metadata": {"path": str(source.parent)}}).execute()
+    _, error = execute(ROOT / f"{docname}.md", mode="quick", claims_dir=tmp_path, docname=docname, timeout=600)
+    assert error is None, error
     second = json.loads((tmp_path / (docname.replace("/", "__") + ".json")).read_text())
     strip = lambda payload: [{k: c[k] for k in ("source", "statement", "expected", "measured", "status")}
                              for c in payload["claims"]]
