@@ -86,6 +86,19 @@ def n_descents(curve, prominence: float):
     return count_peaks(curve, prominence) + 1
 
 
+def running_median(curve, window: int = 3) -> np.ndarray:
+    """Trailing running median along the last axis: ``out[..., t] = median(curve[..., max(0, t-window+1):t+1])``.
+
+    Removes one-point spikes of a noisy read-out before a curve is tested for rebounds. Shape is kept.
+    """
+    check_int("window", window, minimum=1)
+    curve = np.asarray(curve, dtype=float)
+    if curve.ndim == 0 or curve.shape[-1] == 0:
+        raise ValueError(f"curve must have a non-empty last axis, got shape {curve.shape}")
+    return np.stack([np.median(curve[..., max(0, t - window + 1):t + 1], axis=-1)
+                     for t in range(curve.shape[-1])], axis=-1)
+
+
 def distance_rebound(dist) -> np.ndarray:
     """Largest rebound of a distance curve: ``max_t [dist(t) - min_{s<=t} dist(s)]``.
 

@@ -285,3 +285,15 @@ def test_plots_sim_draw():
         plot_hypercube(axes[0], V, np.zeros(15))
     with pytest.raises(ValueError):
         hypercube_positions(0)
+
+
+def test_running_median_removes_spikes_and_checks_arguments():
+    from lib.analysis import distance_rebound, running_median
+
+    x = np.array([3.0, 2.5, 2.0, 9.0, 1.0, 0.5])
+    m = running_median(x, window=3)
+    assert m.shape == x.shape and np.allclose(m, [3.0, 2.75, 2.5, 2.5, 2.0, 1.0])
+    assert distance_rebound(m) == 0.0 < distance_rebound(x)   # the one-point spike is gone
+    assert np.allclose(running_median(np.stack([x, 2 * x]), 3)[1], 2 * m)
+    with pytest.raises(ValueError, match="window"):
+        running_median(x, window=0)
