@@ -28,6 +28,7 @@ from .models.transformer import Transformer, TransformerConfig
 from .train import train
 
 __all__ = [
+    "alibi_prev_token_score",
     "ELHAGE_FIG1",
     "STANDIN_QUICK",
     "STANDIN_FULL",
@@ -114,6 +115,18 @@ def uniform_prev_token_score(T: int, causal: str = "strict") -> float:
     i = np.arange(1, T)
     n_keys = i if causal == "strict" else i + 1
     return float(np.mean(1.0 / n_keys))
+
+
+def alibi_prev_token_score(p: float, T: int) -> float:
+    """Previous-token score of a strictly causal ALiBi head with slope ``p`` and no query-key term (Eq. 3).
+
+    Query ``i`` puts weight ``(1 - e^{-p}) / (1 - e^{-p i})`` on key ``i - 1``; averaged over ``i = 1..T-1``. It
+    is the layer-1 attention of Thm 4.1's construction, and tends to 1 as ``p -> infinity``.
+    """
+    check_positive("p", p)
+    check_int("T", T, minimum=2)
+    i = np.arange(1, T)
+    return float(np.mean(np.expm1(-p) / np.expm1(-p * i)))
 
 
 def induction_targets(tokens: torch.Tensor) -> torch.Tensor:

@@ -116,3 +116,20 @@ def test_train_induction_short_run_is_deterministic(one_thread):
 def test_bad_arguments_raise(call):
     with pytest.raises(ValueError):
         call()
+
+
+def test_alibi_prev_token_score_matches_the_attention_it_describes():
+    """The closed form equals prev_token_score of the softmax over the strictly causal ALiBi bias."""
+    from lib.induction_training import alibi_prev_token_score, prev_token_score
+    from lib.models.transformer import alibi_bias
+
+    T = 12
+    for p in (0.1, 1.0, 3.0):
+        bias, allowed = alibi_bias(T, torch.tensor([p], dtype=torch.float64), causal="strict")
+        scores = bias[0].masked_fill(~allowed, float("-inf"))
+        A = torch.softmax(scores[1:], dim=-1)                       # query 0 has no allowed key
+        A = torch.cat([torch.zeros(1, T, dtype=A.dtype), A])
+        assert abs(float(prev_token_score(A)) - alibi_prev_token_score(p, T)) < 1e-12
+    assert alibi_prev_token_score(50.0, T) > 0.999
+    with pytest.raises(ValueError, match="p"):
+        alibi_prev_token_score(0.0, T)
