@@ -84,6 +84,17 @@ def test_widget_outputs_have_static_form(docname):
     assert n_widgets >= 1, f"{docname} has no widget"
 
 
+@pytest.mark.parametrize("docname", _toc_chapters())
+def test_no_stray_claim_reprs(docname):
+    """A cell ending in ``claims.record(...)`` prints the Claim's repr; claims belong in the table."""
+    import nbformat
+
+    nb = nbformat.read(BUILD / "jupyter_execute" / f"{docname}.ipynb", as_version=4)
+    stray = [i for i, cell in enumerate(nb.cells) for o in cell.get("outputs", [])
+             if "".join(o.get("data", {}).get("text/plain", "")).startswith("Claim(")]
+    assert not stray, f"{docname}: cells {stray} print a Claim repr"
+
+
 #: figures (matplotlib outputs rendered as images) a chapter page must show at least, besides its widgets.
 MIN_FIGURES = 3
 
