@@ -18,6 +18,11 @@ from pathlib import Path
 from .config import check_in
 
 STATUSES = ("reproduced", "partly reproduced", "not reproduced")
+#: status of a claim whose evidence only full mode can afford, in a quick build
+FULL_ONLY = "checked in full mode"
+#: what a claim is: ``paper`` (the paper says it; the check could fail at the paper's strictness), ``book`` (the
+#: book's own derivation, extension or stand-in finding), ``illustration`` (holds by construction)
+KINDS = ("paper", "book", "illustration")
 
 #: The works of the book, by bibtex key (see ``book/references.bib``).
 WORKS = {
@@ -45,13 +50,15 @@ class Claim:
     note: str = ""
     chapter: str = ""
     mode: str = field(default_factory=lambda: os.environ.get("BOOK_MODE", "full"))
+    kind: str = "paper"
+    deviation: str = ""
 
     @property
     def as_expected(self) -> bool:
-        return self.status == self.expect
+        return self.status == self.expect or self.status == FULL_ONLY
 
 
-_state: dict = {"slug": None, "title": None, "claims": []}
+_state: dict = {"slug": None, "title": None, "work": None, "claims": []}
 
 
 def claims_dir() -> Path | None:
@@ -60,11 +67,16 @@ def claims_dir() -> Path | None:
     return Path(value) if value else None
 
 
-def chapter(slug: str, title: str) -> None:
-    """Start the claim list of a chapter (call once at the top of its notebook)."""
+def chapter(slug: str, title: str, work: str | None = None) -> None:
+    """Start the claim list of a chapter (call once at the top of its notebook, or through
+    :func:`lib.chapter.setup`); ``work`` is the default work of its claims."""
     if not slug or not isinstance(slug, str) or any(c in slug for c in "/\\ "):
         raise ValueError(f"slug must be a non-empty string without slashes or spaces, got {slug!r}")
-    _state.update(slug=slug, title=title, claims=[])
+    if not isinstance(title, str) or not title.strip():
+        raise ValueError(f"title must be a non-empty string, got {title!r}")
+    if work is not None:
+        check_in("work", work, WORKS)
+    _state.update(slug=slug, title=title, work=work, claims=[])
     _write()
 
 
@@ -75,37 +87,62 @@ def status(ok: bool, partly: bool = False) -> str:
 
 def record(
     *,
-    work: str,
     source: str,
     statement: str,
     expected: str,
     measured,
     tolerance: str,
     status: str,
+    kind: str,
     expect: str = "reproduced",
+    deviation: str = "",
     note: str = "",
+    work: str | None = None,
+    full_mode_only: bool = False,
 ) -> Claim:
     """Record one claim of the current chapter and return it.
 
     Args:
-        work: bibtex key of the work (one of :data:`WORKS`).
         source: where the claim is made, e.g. ``"Fig 2"``, ``"Thm 4.1"``, ``"Eq. (4)"``.
-        statement: the claim in one sentence.
+        statement: the claim in one sentence (the paper's claim in our words).
         expected: what the paper (or its theory) predicts.
         measured: what this build measured (formatted by the chapter from computed numbers).
-        tolerance: the tolerance or criterion used to decide.
+        tolerance: the decision rule, fixed before running.
         status: one of :data:`STATUSES`, computed from the measurement (see :func:`status`).
-        expect: the status the chapter expects; tests fail when ``status`` differs.
-        note: why a claim is only partly or not reproduced, or any caveat.
+        kind: one of :data:`KINDS`: ``"paper"`` (a claim the paper makes, checked by a test that could fail at the
+            paper's strictness), ``"book"`` (the book's own derivation, extension or stand-in finding) or
+            ``"illustration"`` (a demonstration that holds by construction).
+        expect: the status the chapter expects; the tests fail when ``status`` differs. A ``paper`` claim expects
+            what the paper predicts, ``"reproduced"``, unless the book knows it does not hold.
+        deviation: why the chapter expects something other than ``"reproduced"``; required exactly then.
+        note: any other caveat.
+        work: bibtex key of the work (one of :data:`WORKS`); defaults to the chapter's work.
+        full_mode_only: the evidence needed to decide (seeds, grid) is affordable only in full mode: in a quick
+            build the claim is recorded with status :data:`FULL_ONLY`, its quick measurement kept for information.
     """
     if _state["slug"] is None:
-        raise ValueError("call lib.claims.chapter(slug, title) before record()")
+        raise ValueError("call lib.chapter.setup(...) or lib.claims.chapter(slug, title) before record()")
+    work = _state["work"] if work is None else work
+    if work is None:
+        raise ValueError("work must be given (or set by lib.chapter.setup / claims.chapter(..., work=...))")
     check_in("work", work, WORKS)
+    check_in("kind", kind, KINDS)
     check_in("status", status, STATUSES)
     check_in("expect", expect, STATUSES)
     for name, value in (("source", source), ("statement", statement), ("expected", expected)):
         if not isinstance(value, str) or not value.strip():
             raise ValueError(f"{name} must be a non-empty string, got {value!r}")
+    if not isinstance(deviation, str) or not isinstance(note, str):
+        raise ValueError("deviation and note must be strings")
+    if expect != STATUSES[0] and not deviation.strip():
+        raise ValueError(f"deviation must say why the chapter expects {expect!r} rather than 'reproduced'")
+    if expect == STATUSES[0] and deviation.strip():
+        raise ValueError("deviation is only for claims expected not to reproduce fully; use note for caveats")
+    if not isinstance(full_mode_only, bool):
+        raise ValueError(f"full_mode_only must be a bool, got {full_mode_only!r}")
+    mode = os.environ.get("BOOK_MODE", "full").strip().lower() or "full"
+    if full_mode_only and mode == "quick":
+        status = FULL_ONLY
     claim = Claim(
         work=work,
         source=source,
@@ -117,6 +154,9 @@ def record(
         expect=expect,
         note=note,
         chapter=_state["slug"],
+        mode=mode,
+        kind=kind,
+        deviation=deviation,
     )
     _state["claims"].append(claim)
     _write()
@@ -148,6 +188,7 @@ def _write() -> None:
 
 
 _BADGE = {
+    FULL_ONLY: ("#57606a", "checked in full mode"),
     "reproduced": ("#1a7f37", "reproduced"),
     "partly reproduced": ("#9a6700", "partly reproduced"),
     "not reproduced": ("#cf222e", "not reproduced"),
@@ -163,25 +204,37 @@ def badge(state: str) -> str:
     )
 
 
-def table_html(claims: list[dict] | list[Claim], *, show_chapter: bool = False) -> str:
-    """An HTML table of claims (dicts or :class:`Claim` objects)."""
+def table_html(claims: list[dict] | list[Claim], *, show_chapter: bool = False, anchors: bool = False) -> str:
+    """An HTML table of claims (dicts or :class:`Claim` objects), the status first so it is never cut off.
+
+    With ``anchors`` every row gets the id ``claim-<chapter>-<n>`` (the report links to it).
+    """
     rows = []
-    for c in claims:
+    e = html.escape
+    for i, c in enumerate(claims):
         c = asdict(c) if isinstance(c, Claim) else c
-        e = html.escape
-        expect_note = "" if c["status"] == c["expect"] else f"<br><em>chapter expects: {e(c['expect'])}</em>"
-        chap = f"<td>{e(c['chapter'])}</td>" if show_chapter else ""
-        note = f'<div class="eld-claim-note">{e(c["note"])}</div>' if c["note"] else ""
+        mismatch = c["status"] not in (c["expect"], FULL_ONLY)
+        expect_note = f"<br><em>chapter expects: {e(c['expect'])}</em>" if mismatch else ""
+        chap = f"<td>{e(c.get('chapter_title') or c['chapter'])}</td>" if show_chapter else ""
+        extra = ""
+        if c.get("deviation"):
+            extra += f'<div class="eld-claim-note"><strong>Known deviation:</strong> {e(c["deviation"])}</div>'
+        if c.get("note"):
+            extra += f'<div class="eld-claim-note">{e(c["note"])}</div>'
+        kind = c.get("kind", "paper")
+        row_id = f' id="claim-{e(c["chapter"])}-{i}"' if anchors else ""
         rows.append(
-            f"<tr>{chap}<td>{e(c['source'])}</td><td>{e(c['statement'])}{note}</td><td>{e(c['expected'])}</td>"
-            f"<td>{e(c['measured'])}</td><td>{e(c['tolerance'])}</td><td>{badge(c['status'])}{expect_note}</td></tr>"
+            f"<tr{row_id}><td>{badge(c['status'])}{expect_note}</td>{chap}"
+            f'<td><span class="eld-kind eld-kind-{e(kind)}">{e(kind)}</span><br>{e(c["source"])}</td>'
+            f"<td>{e(c['statement'])}{extra}</td><td>{e(c['expected'])}</td>"
+            f"<td>{e(c['measured'])}</td><td>{e(c['tolerance'])}</td></tr>"
         )
     head_chap = "<th>chapter</th>" if show_chapter else ""
     return (
         f"<style>{_TABLE_CSS}</style>"
         '<div class="eld-claims-wrap"><table class="eld-claims">'
-        f"<thead><tr>{head_chap}<th>source</th><th>claim</th><th>expected</th><th>measured</th>"
-        "<th>tolerance</th><th>status</th></tr></thead>"
+        f"<thead><tr><th>status</th>{head_chap}<th>kind, source</th><th>claim</th><th>expected</th>"
+        "<th>measured</th><th>rule</th></tr></thead>"
         f"<tbody>{''.join(rows)}</tbody></table></div>"
     )
 
@@ -192,9 +245,11 @@ _TABLE_CSS = (
     ".eld-claims{font-size:0.8em;border-collapse:collapse;width:100%;line-height:1.35}"
     ".eld-claims th,.eld-claims td{vertical-align:top;padding:3px 6px;border-bottom:1px solid #e3e3e3;"
     "text-align:left}"
-    ".eld-claims td:nth-last-child(5){min-width:16em}.eld-claims td:nth-last-child(3){min-width:11em}"
-    ".eld-claims td:last-child{white-space:nowrap}"
+    ".eld-claims td:nth-child(3){min-width:14em}"
+    ".eld-claims td:first-child{white-space:nowrap}"
     ".eld-claim-note{color:#666;font-style:italic;margin-top:0.3em}"
+    ".eld-kind{font-size:0.85em;border:1px solid #bbb;border-radius:3px;padding:0 4px;color:#555}"
+    ".eld-kind-paper{border-color:#0969da;color:#0969da}"
 )
 
 
@@ -208,7 +263,7 @@ class ClaimsTable:
         return table_html(self.claims)
 
     def __repr__(self) -> str:
-        lines = [f"[{c.status}] {c.source}: {c.statement} | expected {c.expected} | measured {c.measured}"
+        lines = [f"[{c.status}] ({c.kind}) {c.source}: {c.statement} | expected {c.expected} | measured {c.measured}"
                  for c in self.claims]
         return "\n".join(lines) or "(no claims recorded)"
 
@@ -216,3 +271,105 @@ class ClaimsTable:
 def show() -> ClaimsTable:
     """Return the current chapter's claims as a displayable table (make it the last expression of a cell)."""
     return ClaimsTable(current())
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Coverage manifests: every numbered figure, table and theorem of a work, covered by claims or explained.
+# --------------------------------------------------------------------------------------------------------------
+
+_ALIASES = [
+    (r"\bFigures?\b|\bFigs?\b\.?", "Fig"),
+    (r"\bTables?\b|\bTab\b\.?", "Table"),
+    (r"\bTheorems?\b|\bThms?\b\.?", "Thm"),
+    (r"\bPropositions?\b|\bProps?\b\.?", "Prop"),
+    (r"\bCorollar(?:y|ies)\b|\bCors?\b\.?", "Cor"),
+    (r"\bLemmas?\b|\bLemmata\b", "Lemma"),
+    (r"\bEquations?\b|\bEqs?\b\.?", "Eq"),
+    (r"\bSections?\b|\bSecs?\b\.?", "Sec"),
+    (r"\bAppendix\b|\bApp\b\.?", "App"),
+    (r"\bDefinitions?\b|\bDefs?\b\.?", "Def"),
+    (r"\bAssumptions?\b", "Assumption"),
+]
+_NUMBER = r"[A-Z]?\d+(?:\.\d+)*"
+
+
+def normalise_source(text: str) -> str:
+    """A claim source or manifest item in canonical form: ``"Figs. 8-10(c)"`` -> ``"Fig 8 Fig 9 Fig 10(c)"``.
+
+    Long and abbreviated names become one abbreviation (Fig, Table, Thm, Prop, Cor, Lemma, Eq, Sec, App, Def),
+    parentheses around equation numbers go, and ranges ``a-b`` and lists ``a/b``, ``a, b`` of integers after a
+    name are spelled out, so that :func:`source_mentions` can match whole item numbers.
+    """
+    import re
+
+    if not isinstance(text, str):
+        raise ValueError(f"text must be a string, got {text!r}")
+    s = text
+    for pattern, canon in _ALIASES:
+        s = re.sub(pattern, canon, s)
+    s = re.sub(r"\bEq\s*\((" + _NUMBER + r")\)", r"Eq \1", s)
+    names = "|".join(canon for _, canon in _ALIASES)
+
+    def expand(m):
+        name, body = m.group(1), m.group(2)
+        out = []
+        for piece in re.split(r"\s*(?:/|,|\band\b|&)\s*", body):
+            r = re.fullmatch(r"(\d+)\s*[-\u2013]\s*(\d+)", piece)
+            if r and int(r.group(1)) < int(r.group(2)) <= int(r.group(1)) + 20:
+                out += [f"{name} {k}" for k in range(int(r.group(1)), int(r.group(2)) + 1)]
+            else:
+                out.append(f"{name} {piece}")
+        return " ".join(out)
+
+    piece = _NUMBER + r"(?:\s*[-\u2013]\s*\d+)?"
+    s = re.sub(rf"\b({names})\s*({piece}(?:\s*(?:/|,|\band\b|&)\s*{piece})*)", expand, s)
+    return re.sub(r"\s+", " ", s).strip()
+
+
+def source_mentions(source: str, item: str) -> bool:
+    """True when the claim ``source`` names the manifest ``item`` (e.g. ``"Fig 2"``), as a whole number:
+    ``"Fig 2(c)"`` and ``"Figs 1-3"`` mention ``"Fig 2"``; ``"Fig 12"`` and ``"Fig 2.1"`` do not."""
+    import re
+
+    src, it = normalise_source(source), normalise_source(item)
+    if not it:
+        raise ValueError(f"item must be a non-empty string, got {item!r}")
+    return re.search(r"(?<![\w.])" + re.escape(it) + r"(?![\w]|\.\d)", src) is not None
+
+
+def load_manifest(path) -> dict:
+    """Read a coverage manifest (YAML: ``work``, ``items`` of ``{id, what, match?, explained?}``) and check it."""
+    import yaml
+
+    data = yaml.safe_load(Path(path).read_text())
+    if not isinstance(data, dict) or "work" not in data or not isinstance(data.get("items"), list):
+        raise ValueError(f"{path}: a manifest needs 'work' and a list 'items'")
+    check_in("work", data["work"], WORKS)
+    seen = set()
+    for item in data["items"]:
+        if not isinstance(item, dict) or not isinstance(item.get("id"), str) or not item["id"].strip():
+            raise ValueError(f"{path}: every item needs an 'id' string, got {item!r}")
+        if item["id"] in seen:
+            raise ValueError(f"{path}: item {item['id']!r} listed twice")
+        seen.add(item["id"])
+        match = item.get("match", [item["id"]])
+        if isinstance(match, str) or not all(isinstance(m, str) and m.strip() for m in match):
+            raise ValueError(f"{path}: 'match' of {item['id']!r} must be a list of strings")
+    return data
+
+
+def coverage(manifest: dict, claims_list) -> list[dict]:
+    """For every item of ``manifest``: the claims of its work whose source mentions it, and its explanation.
+
+    Returns dicts ``{id, what, claims, explained, covered}``; ``covered`` is True when at least one claim
+    names the item. An item with neither claims nor an explanation is a coverage gap.
+    """
+    claims_list = [asdict(c) if isinstance(c, Claim) else c for c in claims_list]
+    mine = [c for c in claims_list if c["work"] == manifest["work"]]
+    rows = []
+    for item in manifest["items"]:
+        match = item.get("match", [item["id"]])
+        hits = [c for c in mine if any(source_mentions(c["source"], m) for m in match)]
+        rows.append({"id": item["id"], "what": item.get("what", ""), "claims": hits,
+                     "explained": item.get("explained", ""), "covered": bool(hits)})
+    return rows

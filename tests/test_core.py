@@ -51,29 +51,6 @@ def test_checks_name_the_argument(fn, args, name):
         fn(*args)
 
 
-# ------------------------------------------------------------------------------------------------ claims
-def test_claims_written_and_validated(tmp_path, monkeypatch):
-    monkeypatch.setenv("ELD_CLAIMS_DIR", str(tmp_path))
-    monkeypatch.delenv("ELD_DOCNAME", raising=False)
-    claims.chapter("unit-test", "Unit test chapter")
-    c = claims.record(work="chen2023eos", source="Thm 1", statement="s", expected="1", measured="1.0",
-                      tolerance="0", status=claims.status(True))
-    assert c.as_expected
-    payload = json.loads((tmp_path / "unit-test.json").read_text())
-    assert payload["claims"][0]["status"] == "reproduced"
-    assert claims.status(False, partly=True) == "partly reproduced"
-    assert claims.status(False) == "not reproduced"
-    assert "reproduced" in claims.show()._repr_html_()
-    with pytest.raises(ValueError, match="work"):
-        claims.record(work="nobody2020", source="x", statement="s", expected="e", measured="m",
-                      tolerance="t", status="reproduced")
-    with pytest.raises(ValueError, match="status"):
-        claims.record(work="chen2023eos", source="x", statement="s", expected="e", measured="m",
-                      tolerance="t", status="kind of")
-    with pytest.raises(ValueError, match="slug"):
-        claims.chapter("a/b", "bad")
-
-
 # ------------------------------------------------------------------------------------------------ train
 def test_gd_on_quadratic_matches_closed_form():
     w = torch.tensor([2.0, -1.0])

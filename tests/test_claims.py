@@ -1,0 +1,111 @@
+"""The claims ledger: records, kinds, deviations, full-mode-only claims, chapter set-up and coverage manifests."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from lib import chapter, claims
+
+ROOT = Path(__file__).resolve().parent.parent
+BASE = dict(source="Thm 1", statement="s", expected="1", measured="1.0", tolerance="0")
+
+
+@pytest.fixture
+def ledger(tmp_path, monkeypatch):
+    monkeypatch.setenv("ELD_CLAIMS_DIR", str(tmp_path))
+    monkeypatch.delenv("ELD_DOCNAME", raising=False)
+    claims.chapter("unit-test", "Unit test chapter", work="chen2023eos")
+    return tmp_path
+
+
+def test_claims_written_and_validated(ledger):
+    c = claims.record(**BASE, status=claims.status(True), kind="paper")
+    assert c.as_expected and c.work == "chen2023eos" and c.kind == "paper"
+    payload = json.loads((ledger / "unit-test.json").read_text())
+    assert payload["claims"][0]["status"] == "reproduced"
+    assert payload["claims"][0]["kind"] == "paper"
+    assert claims.status(False, partly=True) == "partly reproduced"
+    assert claims.status(False) == "not reproduced"
+    html = claims.show()._repr_html_()
+    assert html.index("status") < html.index("claim</th>")  # the status column comes first
+    with pytest.raises(ValueError, match="work"):
+        claims.record(**BASE, work="nobody2020", status="reproduced", kind="paper")
+    with pytest.raises(ValueError, match="status"):
+        claims.record(**BASE, status="kind of", kind="paper")
+    with pytest.raises(ValueError, match="kind"):
+        claims.record(**BASE, status="reproduced", kind="opinion")
+    with pytest.raises(TypeError):
+        claims.record(**BASE, status="reproduced")  # kind is required
+    with pytest.raises(ValueError, match="slug"):
+        claims.chapter("a/b", "bad")
+
+
+def test_expected_failure_needs_a_deviation(ledger):
+    with pytest.raises(ValueError, match="deviation"):
+        claims.record(**BASE, status="not reproduced", kind="paper", expect="not reproduced")
+    with pytest.raises(ValueError, match="deviation"):
+        claims.record(**BASE, status="reproduced", kind="paper", deviation="no reason to have one")
+    c = claims.record(**BASE, status="not reproduced", kind="paper", expect="not reproduced",
+                      deviation="the statement is false for quadratics")
+    assert c.as_expected and c.deviation
+
+
+def test_full_mode_only_claims(ledger, monkeypatch):
+    monkeypatch.setenv("BOOK_MODE", "quick")
+    c = claims.record(**BASE, status="not reproduced", kind="paper", full_mode_only=True)
+    assert c.status == claims.FULL_ONLY and c.as_expected and c.mode == "quick"
+    monkeypatch.setenv("BOOK_MODE", "full")
+    c = claims.record(**BASE, status="not reproduced", kind="paper", full_mode_only=True)
+    assert c.status == "not reproduced" and not c.as_expected
+
+
+def test_chapter_setup_sets_work_threads_and_dtype(tmp_path, monkeypatch):
+    import torch
+
+    monkeypatch.setenv("ELD_CLAIMS_DIR", str(tmp_path))
+    default = torch.get_default_dtype()
+    try:
+        rng = chapter.setup("unit-setup", "Set-up", "wang2024induction", float64=True, seed=3)
+        assert torch.get_default_dtype() == torch.float64 and torch.get_num_threads() == 1
+        assert rng.integers(1 << 30) == __import__("numpy").random.default_rng(3).integers(1 << 30)
+        c = claims.record(**BASE, status="reproduced", kind="book")
+        assert c.work == "wang2024induction"
+        for bad in (dict(work="x"), dict(threads=0), dict(float64="yes"), dict(seed=-1)):
+            kw = dict(slug="s", title="t", work="chen2023eos") | bad
+            with pytest.raises(ValueError, match=next(iter(bad))):
+                chapter.setup(kw.pop("slug"), kw.pop("title"), kw.pop("work"), **kw)
+    finally:
+        torch.set_default_dtype(default)
+
+
+@pytest.mark.parametrize(
+    "source, item, hit",
+    [("Fig 2(c)", "Fig 2", True), ("Fig 12", "Fig 2", False), ("Fig 2.1", "Fig 2", False),
+     ("Figs. 8-10(c)", "Fig 9", True), ("Fig 9/10(d)", "Fig 10", True), ("Eq. (4), Thm 2", "Eq. 4", True),
+     ("Theorem 4.4 (proof)", "Thm 4.4", True), ("Thm 4.4", "Thm 4", False), ("Prop 5-7", "Proposition 6", True),
+     ("Lemma 5.4 / App. C.2", "App. C.2", True), ("App. C.2", "App. C", False)],
+)
+def test_source_mentions(source, item, hit):
+    assert claims.source_mentions(source, item) is hit
+
+
+def test_coverage_rows(tmp_path):
+    path = tmp_path / "m.yml"
+    path.write_text("work: chen2023eos\nitems:\n  - {id: Fig 2}\n  - {id: Fig 3, explained: a drawing}\n"
+                    "  - {id: Thm 9, match: [Theorem 9, App. Z]}\n")
+    manifest = claims.load_manifest(path)
+    ledger = [dict(work="chen2023eos", source="Fig 2(b)", chapter="a"), dict(work="yang2025sim", source="Fig 3")]
+    rows = {r["id"]: r for r in claims.coverage(manifest, ledger)}
+    assert rows["Fig 2"]["covered"] and not rows["Fig 3"]["covered"] and rows["Fig 3"]["explained"]
+    assert not rows["Thm 9"]["covered"] and not rows["Thm 9"]["explained"]
+    path.write_text("work: chen2023eos\nitems:\n  - {id: Fig 2}\n  - {id: Fig 2}\n")
+    with pytest.raises(ValueError, match="twice"):
+        claims.load_manifest(path)
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "book" / "coverage").glob("*.yml")), ids=lambda p: p.stem)
+def test_manifests_are_valid(path):
+    manifest = claims.load_manifest(path)
+    assert manifest["work"] == path.stem
+
