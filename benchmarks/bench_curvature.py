@@ -28,8 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from lib import curvature  # noqa: E402
 from lib.data.digits import digits_binary  # noqa: E402
-from lib.models.relu_mlp import ReLUMLP  # noqa: E402
-from lib.theory.eos import matrix as mf  # noqa: E402
+from lib.models.mlp import ReLUMLP  # noqa: E402
+from lib.parts.edge_of_stability import matrix_factorisation as mf  # noqa: E402
 from lib.train import train  # noqa: E402
 
 

@@ -1,10 +1,10 @@
-"""Gradient flows as ODEs: integration with hitting-time events, hitting times on sampled curves, log-log fits.
+r"""Gradient flows as ODEs: integration with event times on a logarithmic time grid.
 
-A gradient flow :math:`\\dot\\theta = -\\nabla\\mathcal L(\\theta)` on a few parameters is an ordinary differential
+A gradient flow :math:`\dot\theta = -\nabla\mathcal L(\theta)` on a few parameters is an ordinary differential
 equation; :func:`integrate_flow` integrates it with :func:`scipy.integrate.solve_ivp` on a (logarithmic) time grid,
 which is what training-dynamics plots with a log-time axis need, and reports the times at which named events
-(a parameter reaching a level, a loss dropping below a threshold) first happen. :func:`hitting_time` finds the same
-kind of time on an already sampled curve, and :func:`loglog_slope` fits a power law :math:`y \\propto x^b`.
+(a parameter reaching a level, a loss dropping below a threshold) first happen. On an already sampled curve,
+:func:`lib.curves.hitting_time` finds the same kind of time.
 """
 
 from __future__ import annotations
@@ -16,9 +16,7 @@ import numpy as np
 from scipy.integrate import solve_ivp
 from scipy.optimize import brentq
 
-from .config import check_in, check_int, check_positive
-
-__all__ = ["FlowResult", "integrate_flow", "hitting_time", "loglog_slope", "ratio_spread", "log_time_grid"]
+from lib.config import check_in, check_int, check_positive
 
 
 @dataclass
@@ -135,77 +133,3 @@ def integrate_flow(
     return FlowResult(
         t=t_out, y=y_out, events=hits, success=bool(sol.success), message=str(sol.message), nfev=int(sol.nfev)
     )
-
-
-def hitting_time(t, y, threshold: float, *, direction: str = "down", after: float | None = None) -> float:
-    """First time the sampled curve ``y(t)`` crosses ``threshold``, linearly interpolated between samples.
-
-    Args:
-        t: increasing times, shape (n,).
-        y: values, shape (n,).
-        threshold: the level.
-        direction: ``"down"`` (first ``y <= threshold``) or ``"up"`` (first ``y >= threshold``).
-        after: only consider times ``>= after``.
-
-    Returns:
-        The hitting time, or ``nan`` if the curve never crosses (``t[0]`` if it starts beyond the level).
-    """
-    t = np.asarray(t, dtype=float)
-    y = np.asarray(y, dtype=float)
-    if t.ndim != 1 or y.shape != t.shape:
-        raise ValueError(f"t and y must be 1-D of equal length, got {t.shape} and {y.shape}")
-    check_in("direction", direction, ("down", "up"))
-    if not np.isfinite(threshold):
-        raise ValueError(f"threshold must be finite, got {threshold}")
-    mask = np.ones_like(t, dtype=bool) if after is None else t >= after
-    idx = np.flatnonzero(mask)
-    if idx.size == 0:
-        return float("nan")
-    tt, yy = t[idx], y[idx]
-    hit = yy <= threshold if direction == "down" else yy >= threshold
-    if not hit.any():
-        return float("nan")
-    k = int(np.argmax(hit))
-    if k == 0:
-        return float(tt[0])
-    y_a, y_b = yy[k - 1], yy[k]
-    frac = (threshold - y_a) / (y_b - y_a) if y_b != y_a else 1.0
-    return float(tt[k - 1] + frac * (tt[k] - tt[k - 1]))
-
-
-def loglog_slope(x, y) -> tuple[float, float]:
-    """Least-squares slope ``b`` of ``log y = a + b log x`` and its spread.
-
-    The spread is the largest deviation of the local slopes between consecutive points (sorted by ``x``) from the
-    fitted slope: a small spread means a clean power law over the whole range.
-
-    Args:
-        x, y: positive values, shape (n,), n >= 2.
-
-    Returns:
-        ``(slope, spread)``.
-    """
-    x = np.asarray(x, dtype=float)
-    y = np.asarray(y, dtype=float)
-    if x.ndim != 1 or y.shape != x.shape or x.size < 2:
-        raise ValueError(f"x and y must be 1-D of equal length >= 2, got {x.shape} and {y.shape}")
-    if not (np.all(x > 0) and np.all(y > 0) and np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
-        raise ValueError("x and y must be finite and > 0 for a log-log fit")
-    order = np.argsort(x)
-    lx, ly = np.log(x[order]), np.log(y[order])
-    if np.ptp(lx) == 0:
-        raise ValueError("x must take at least two distinct values")
-    slope = float(np.polyfit(lx, ly, 1)[0])
-    dx = np.diff(lx)
-    ok = dx > 0
-    local = np.diff(ly)[ok] / dx[ok]
-    spread = float(np.max(np.abs(local - slope))) if local.size else 0.0
-    return slope, spread
-
-
-def ratio_spread(values) -> tuple[float, float]:
-    """Mean of positive ``values`` (shape (n,)) and their relative spread ``max/min - 1``."""
-    v = np.asarray(values, dtype=float)
-    if v.ndim != 1 or v.size < 1 or not np.all(v > 0):
-        raise ValueError("values must be a non-empty 1-D array of positive numbers")
-    return float(v.mean()), float(v.max() / v.min() - 1.0)

@@ -1,6 +1,5 @@
 """Unit tests of the generic lib modules: config, claims, train, curvature, dynamics, sweep, widgets."""
 
-import json
 import os
 
 import numpy as np
@@ -9,7 +8,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lib import claims, config, curvature, dynamics, sweep, train, widgets
+from lib import config, curvature, maps, sweep, train, widgets
 
 torch.set_default_dtype(torch.float64)
 
@@ -145,28 +144,28 @@ def test_flatten_module_hessian_matches_manual():
 def test_period_detection_on_logistic_quartic_map():
     eta = np.array([0.5, 1.05, 1.25, 3.0])
     F = lambda x: x + eta * (1 - x**2) * x  # GD on (x^2-1)^2/4
-    traj = dynamics.iterate_map(F, np.full(4, 0.3), 4000, keep=300)
-    assert list(dynamics.detect_period(traj)) == [1, 2, 4, -1]
+    traj = maps.iterate_map(F, np.full(4, 0.3), 4000, keep=300)
+    assert list(maps.detect_period(traj)) == [1, 2, 4, -1]
 
 
 @settings(max_examples=10, deadline=None)
 @given(K=st.floats(1.01, 1.2))
 def test_two_step_fixed_points_satisfy_fixed_point_equation(K):
     F = lambda x: x + K * (1 - x**2) * x
-    roots = dynamics.two_step_fixed_points(F, 0.05, 1.5, exclude=[1.0])
+    roots = maps.two_step_fixed_points(F, 0.05, 1.5, exclude=[1.0])
     assert len(roots) == 2 and roots[0] < 1 < roots[1]
     assert np.allclose(F(F(roots)), roots, atol=1e-9)
     assert np.allclose(F(roots[0]), roots[1], atol=1e-8)
 
 
 def test_bifurcation_diagram_shapes_and_errors():
-    p, x = dynamics.bifurcation_diagram(lambda x, k: x + k * (1 - x**2) * x, np.linspace(0.5, 1.2, 5), 0.3,
+    p, x = maps.bifurcation_diagram(lambda x, k: x + k * (1 - x**2) * x, np.linspace(0.5, 1.2, 5), 0.3,
                                         transient=100, keep=8)
     assert p.shape == x.shape == (40,)
     with pytest.raises(ValueError, match="steps"):
-        dynamics.iterate_map(lambda x: x, 0.0, -1)
+        maps.iterate_map(lambda x: x, 0.0, -1)
     with pytest.raises(ValueError, match="traj"):
-        dynamics.detect_period(np.zeros((10, 2)), max_period=8)
+        maps.detect_period(np.zeros((10, 2)), max_period=8)
 
 
 # ------------------------------------------------------------------------------------------------ sweep

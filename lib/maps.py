@@ -1,0 +1,149 @@
+"""Iterated maps: trajectories batched over parameters, periods, bifurcation diagrams, two-step fixed points,
+cobweb plots.
+
+A map is a callable ``F(x)`` acting elementwise (or row-wise) on a NumPy array or torch tensor, so a batch of
+independent starts or parameters is one array: ``F = lambda x: x - eta[:, None] * fprime(x)`` runs a whole
+sweep over learning rates at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from lib.config import check_int, check_positive
+
+
+def iterate_map(F: Callable, x0, steps: int, *, keep: int | None = None, bound: float = 1e12):
+    """Iterate ``x_{t+1} = F(x_t)``.
+
+    Args:
+        F: the map; acts on arrays of the shape of ``x0``.
+        x0: the start, any shape ``S`` (a batch of starts and/or parameters).
+        steps: number of iterations.
+        keep: keep only the last ``keep`` states (default: all ``steps + 1``).
+        bound: entries whose magnitude exceeds it are set to ``inf`` and stay there (divergence).
+
+    Returns:
+        array of shape ``(T, *S)`` with ``T = steps + 1`` or ``keep``.
+    """
+    check_int("steps", steps, minimum=0)
+    check_positive("bound", bound)
+    if keep is not None:
+        check_int("keep", keep, minimum=1, maximum=steps + 1)
+    x = np.array(x0, dtype=float, copy=True)
+    n_keep = steps + 1 if keep is None else keep
+    out = np.empty((n_keep, *x.shape))
+    start = steps + 1 - n_keep
+    if start == 0:
+        out[0] = x
+    with np.errstate(over="ignore", invalid="ignore"):
+        for t in range(1, steps + 1):
+            bad = ~np.isfinite(x) | (np.abs(x) > bound)
+            x = np.asarray(F(x), dtype=float)
+            x = np.where(bad | ~np.isfinite(x) | (np.abs(x) > bound), np.inf, x)
+            if t >= start:
+                out[t - start] = x
+    return out
+
+
+def detect_period(traj, max_period: int = 64, tol: float = 1e-6) -> np.ndarray:
+    """Smallest period of the tail of a trajectory.
+
+    Args:
+        traj: array ``(T, *S)`` (time first), e.g. the output of :func:`iterate_map` with ``keep``.
+        max_period: longest period looked for (``T`` must exceed ``2 * max_period``).
+        tol: two states are equal when they differ by at most ``tol * (1 + |x|)``.
+
+    Returns:
+        integer array of shape ``S``: the period ``p >= 1``, ``0`` if none up to ``max_period`` (quasi-periodic
+        or chaotic), ``-1`` if the trajectory diverged.
+    """
+    traj = np.asarray(traj, dtype=float)
+    check_int("max_period", max_period, minimum=1)
+    check_positive("tol", tol)
+    if traj.ndim < 1 or traj.shape[0] <= 2 * max_period:
+        raise ValueError(f"traj must have more than 2*max_period = {2 * max_period} time steps, got {traj.shape}")
+    tail = traj[-2 * max_period:]
+    periods = np.zeros(traj.shape[1:], dtype=int)
+    found = np.zeros(traj.shape[1:], dtype=bool)
+    scale = 1 + np.abs(tail[-max_period:])
+    for p in range(1, max_period + 1):
+        with np.errstate(invalid="ignore"):
+            same = np.all(np.abs(tail[-max_period:] - tail[-max_period - p:len(tail) - p]) <= tol * scale,
+                          axis=0)
+        new = same & ~found
+        periods[new] = p
+        found |= same
+    diverged = ~np.all(np.isfinite(traj[-1:]), axis=0)
+    periods[diverged] = -1
+    return periods
+
+
+def bifurcation_diagram(F_param: Callable, params, x0, transient: int = 2000, keep: int = 64):
+    """Attractor points of ``x -> F_param(x, p)`` for each parameter ``p``.
+
+    Returns ``(p_rep, x)``, two flat arrays of length ``len(params) * keep`` ready for a scatter plot.
+    """
+    params = np.asarray(params, dtype=float)
+    if params.ndim != 1 or params.size == 0:
+        raise ValueError("params must be a non-empty 1-D array")
+    check_int("transient", transient, minimum=0)
+    check_int("keep", keep, minimum=1)
+    x_start = np.broadcast_to(np.asarray(x0, dtype=float), params.shape).copy()
+    traj = iterate_map(lambda x: F_param(x, params), x_start, transient + keep, keep=keep)
+    return np.broadcast_to(params, traj.shape).ravel(), traj.ravel()
+
+
+def two_step_fixed_points(F: Callable, lo: float, hi: float, n_grid: int = 4001, exclude=None, tol=1e-12):
+    """Roots of ``F(F(x)) - x`` in ``[lo, hi]`` (period-2 points and fixed points of the two-step map ``F^2``).
+
+    Sign changes on a grid of ``n_grid`` points are refined with ``scipy.optimize.brentq``. Points within
+    ``1e-7`` of any value in ``exclude`` (e.g. the minimiser, a fixed point of ``F`` itself) are dropped.
+    """
+    from scipy.optimize import brentq
+
+    if not hi > lo:
+        raise ValueError(f"hi must exceed lo, got lo={lo}, hi={hi}")
+    check_int("n_grid", n_grid, minimum=3)
+    g = lambda x: F(F(x)) - x
+    xs = np.linspace(lo, hi, n_grid)
+    with np.errstate(all="ignore"):
+        gs = np.asarray(g(xs), dtype=float)
+    roots = []
+    for a, b, ga, gb in zip(xs[:-1], xs[1:], gs[:-1], gs[1:]):
+        if not (np.isfinite(ga) and np.isfinite(gb)):
+            continue
+        if ga == 0:
+            roots.append(a)
+        elif ga * gb < 0:
+            roots.append(brentq(lambda x: float(g(np.asarray(x))), a, b, xtol=tol))
+    roots = np.unique(np.round(roots, 12))
+    if exclude is not None:
+        ex = np.atleast_1d(np.asarray(exclude, dtype=float))
+        roots = np.array([r for r in roots if np.all(np.abs(r - ex) > 1e-7)])
+    return roots
+
+
+def cobweb(ax, F: Callable, x0: float, steps: int, xlim, *, n_curve: int = 400, label: str = "F", color="C0"):
+    """Cobweb plot of ``x_{t+1} = F(x_t)`` from ``x0`` on ``ax``: the graph of ``F``, the diagonal, the path."""
+    check_int("steps", steps, minimum=0)
+    xs = np.linspace(*xlim, n_curve)
+    with np.errstate(all="ignore"):
+        ax.plot(xs, F(xs), color=color, label=label)
+    ax.plot(xs, xs, color="0.5", lw=0.8, ls="--", label="diagonal $y=x$")
+    x = float(x0)
+    path_x, path_y = [x], [x]
+    for _ in range(steps):
+        y = float(F(np.asarray(x)))
+        if not np.isfinite(y) or abs(y) > 1e6:
+            break
+        path_x += [x, y]
+        path_y += [y, y]
+        x = y
+    ax.plot(path_x, path_y, color="C3", lw=0.8, alpha=0.8, label="iterates")
+    ax.plot([x0], [x0], "k*", ms=8, label="start")
+    ax.set_xlim(*xlim)
+    ax.set_xlabel("$x_t$")
+    ax.set_ylabel("$x_{t+1}$")

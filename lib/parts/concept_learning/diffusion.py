@@ -1,0 +1,331 @@
+"""Variance-preserving diffusion: noise schedule, denoising loss, DDIM sampler, and batched training of an ensemble.
+
+Notation (Kingma et al. 2021, "variational diffusion models"; Song et al. 2021, DDIM):
+
+* log-SNR schedule ``gamma(t) = gamma_min + (gamma_max - gamma_min) t`` for ``t`` in [0, 1] (linear, fixed: the
+  paper learns it, initialised at ``gamma_min = -5``, ``gamma_max = 10``);
+* ``alpha_t^2 = sigmoid(-gamma(t))``, ``sigma_t^2 = sigmoid(gamma(t))``, so ``alpha_t^2 + sigma_t^2 = 1`` and
+  ``SNR(t) = alpha_t^2 / sigma_t^2 = exp(-gamma(t))``;
+* forward process ``z_t = alpha_t x + sigma_t eps``, ``eps ~ N(0, I)``;
+* loss: ``E_{t ~ U[0,1], eps} || eps - eps_hat(z_t, t, c) ||^2`` (eps-prediction; for a linear schedule the VDM
+  continuous-time loss is this times the constant ``(gamma_max - gamma_min) / 2``);
+* DDIM (eta = 0): ``x_hat = (z_t - sigma_t eps_hat) / alpha_t`` (clipped to [-1, 1]),
+  ``z_s = alpha_s x_hat + sigma_s eps_hat`` for ``s < t``.
+
+:func:`train_ensemble` trains ``K`` independent copies of one architecture at once (one per colour signal and seed)
+with ``torch.func.vmap`` over stacked parameters: the models never interact (the summed loss has a block-diagonal
+gradient, and AdamW acts elementwise), but the small convolutions run as one grouped convolution, several times
+faster on a CPU than a Python loop over models.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch.func import functional_call, stack_module_state
+
+from lib.config import check_int, check_positive, check_range, check_shape
+from lib.curves import hitting_time
+
+
+@dataclass(frozen=True)
+class VPSchedule:
+    """Linear log-SNR schedule ``gamma(t) = gamma_min + (gamma_max - gamma_min) t`` (VDM, Kingma et al. 2021)."""
+
+    gamma_min: float = -5.0
+    gamma_max: float = 10.0
+
+    def __post_init__(self):
+        if not (np.isfinite(self.gamma_min) and np.isfinite(self.gamma_max) and self.gamma_max > self.gamma_min):
+            raise ValueError(f"gamma_max must be finite and > gamma_min, got ({self.gamma_min}, {self.gamma_max})")
+
+    def gamma(self, t: torch.Tensor) -> torch.Tensor:
+        """log(sigma_t^2 / alpha_t^2) at times t (any shape)."""
+        return self.gamma_min + (self.gamma_max - self.gamma_min) * t
+
+    def alpha_sigma(self, t: torch.Tensor):
+        """``(alpha_t, sigma_t)`` with ``alpha_t^2 = sigmoid(-gamma)``, ``sigma_t^2 = sigmoid(gamma)``."""
+        g = self.gamma(t)
+        return torch.sigmoid(-g).sqrt(), torch.sigmoid(g).sqrt()
+
+    def snr(self, t: torch.Tensor) -> torch.Tensor:
+        """Signal-to-noise ratio ``alpha_t^2 / sigma_t^2 = exp(-gamma(t))``."""
+        return torch.exp(-self.gamma(t))
+
+
+def q_sample(schedule: VPSchedule, x: torch.Tensor, t: torch.Tensor, eps: torch.Tensor) -> torch.Tensor:
+    """Forward process ``z_t = alpha_t x + sigma_t eps``; x, eps (B, ...), t (B,) -> (B, ...)."""
+    check_shape("t", t, (x.shape[0],))
+    check_shape("eps", eps, tuple(x.shape))
+    a, s = schedule.alpha_sigma(t.reshape(-1, *([1] * (x.dim() - 1))))
+    return a * x + s * eps
+
+
+def diffusion_loss(eps_fn, schedule: VPSchedule, x: torch.Tensor, cond: torch.Tensor, t: torch.Tensor,
+                   eps: torch.Tensor) -> torch.Tensor:
+    """Mean over batch and pixels of ``(eps - eps_fn(z_t, t, cond))^2`` with ``z_t`` from :func:`q_sample`.
+
+    x, eps (B, C, S, S); t (B,); cond (B, cond_dim). ``eps_fn(z, t, cond)`` returns (B, C, S, S).
+    """
+    z = q_sample(schedule, x, t, eps)
+    return ((eps - eps_fn(z, t, cond)) ** 2).mean()
+
+
+@torch.no_grad()
+def ddim_sample(eps_fn, schedule: VPSchedule, noise: torch.Tensor, cond: torch.Tensor, *, steps: int = 25,
+                clip: float | None = 1.0) -> torch.Tensor:
+    """Deterministic DDIM sampler (eta = 0) from ``t = 1`` to ``t = 0``; returns the final ``x_hat`` (B, C, S, S).
+
+    ``noise`` (B, C, S, S) is the starting ``z_1`` (fixing it across checkpoints gives common random numbers);
+    ``cond`` (B, cond_dim); ``clip``: clip ``x_hat`` to [-clip, clip] at every step (None: no clipping).
+    Implements ``z_s = alpha_s x_hat + sigma_s eps_hat`` on the grid ``t_i = 1 - i / steps``.
+    """
+    check_int("steps", steps, minimum=1)
+    if clip is not None:
+        check_positive("clip", clip)
+    check_shape("cond", cond, (noise.shape[0], None))
+    ts = torch.linspace(1.0, 0.0, steps + 1, dtype=noise.dtype)
+    z = noise
+    x_hat = None
+    for i in range(steps + 1):
+        t = ts[i].expand(noise.shape[0])
+        a, s = schedule.alpha_sigma(ts[i])
+        eps = eps_fn(z, t, cond)
+        x_hat = (z - s * eps) / a
+        if clip is not None:
+            x_hat = x_hat.clamp(-clip, clip)
+            eps = (z - a * x_hat) / s
+        if i < steps:
+            a_next, s_next = schedule.alpha_sigma(ts[i + 1])
+            z = a_next * x_hat + s_next * eps
+    return x_hat
+
+
+class Ensemble:
+    """K copies of one architecture with stacked parameters; ``eps(z, t, c)`` with a leading model axis K.
+
+    Shapes: z (K, B, C, S, S), t (K, B), c (K, B, cond_dim) -> (K, B, C, S, S).
+    """
+
+    def __init__(self, models: list[torch.nn.Module]):
+        if len(models) < 1:
+            raise ValueError("models must be a non-empty list")
+        self.K = len(models)
+        params, buffers = stack_module_state(models)
+        self.params = {k: v.detach().clone().requires_grad_(True) for k, v in params.items()}
+        self.buffers = buffers
+        self.base = copy.deepcopy(models[0]).to("meta")
+
+    def _one(self, p, b, z, t, c):
+        return functional_call(self.base, (p, b), (z, t, c))
+
+    def eps(self, z, t, c):
+        return torch.vmap(self._one)(self.params, self.buffers, z, t, c)
+
+    def state_dicts(self) -> list[dict]:
+        """The K models' parameters as ordinary state dicts (detached copies)."""
+        return [{k: v[i].detach().clone() for k, v in self.params.items()} for i in range(self.K)]
+
+
+def train_ensemble(models: list[torch.nn.Module], images: torch.Tensor, cond: torch.Tensor, *,
+                   schedule: VPSchedule | None = None, steps: int = 2000, batch_size: int = 64, lr: float = 1e-3,
+                   weight_decay: float = 0.01, checkpoints=(), prompt: torch.Tensor | None = None,
+                   noise: torch.Tensor | None = None, readout=None, sample_steps: int = 25, keep_images: int = 8,
+                   seed: int = 0, progress=None) -> dict:
+    """Train K denoisers (model k on ``images[k]``, ``cond[k]``) with AdamW on :func:`diffusion_loss`.
+
+    Args:
+        models: K freshly initialised modules with ``forward(z, t, c)`` (e.g. ``lib.models.unet.CondUNet``).
+        images: (K, N, C, S, S) training images scaled to [-1, 1]; cond: (K, N, cond_dim).
+        steps, batch_size, lr, weight_decay: AdamW training (fresh minibatch of each model's data every step).
+        checkpoints: steps (0 <= c <= steps) after which every model samples ``noise.shape[0]`` images of
+            ``prompt`` (K, cond_dim) with :func:`ddim_sample` from the SAME ``noise`` (n, C, S, S) and ``readout``
+            maps the images (K * n, C, S, S) in [0, 1] to concept coordinates (K * n, heads).
+        keep_images: how many of the sampled images per model and checkpoint to keep (float16, in [0, 1]).
+
+    Returns a history dict of NumPy arrays: ``step`` (steps,), ``loss`` (steps, K), ``lr`` (steps,),
+    ``checkpoint`` (P,), ``concepts`` (P, K, n, heads) per-sample coordinates, ``images`` (P, K, keep, C, S, S),
+    ``seconds`` (wall time). Non-finite losses mark a model as diverged (``diverged`` (K,) bool) instead of raising.
+    """
+    K = len(models)
+    check_int("steps", steps, minimum=1)
+    check_int("batch_size", batch_size, minimum=1)
+    check_positive("lr", lr)
+    check_positive("weight_decay", weight_decay, allow_zero=True)
+    check_shape("images", images, (K, None, None, None, None))
+    check_shape("cond", cond, (K, images.shape[1], None))
+    checkpoints = sorted(int(c) for c in checkpoints)
+    for c in checkpoints:
+        check_range("checkpoints", c, 0, steps)
+    if checkpoints and (prompt is None or noise is None or readout is None):
+        raise ValueError("checkpoints need prompt (K, cond_dim), noise (n, C, S, S) and readout")
+    if prompt is not None:
+        check_shape("prompt", prompt, (K, cond.shape[-1]))
+    schedule = schedule or VPSchedule()
+    ens = Ensemble(models)
+    opt = torch.optim.AdamW(list(ens.params.values()), lr=lr, weight_decay=weight_decay)
+    gen = torch.Generator().manual_seed(int(seed))
+    N = images.shape[1]
+    ar = torch.arange(K)[:, None]
+    hist = {"step": [], "loss": [], "checkpoint": [], "concepts": [], "images": []}
+    diverged = np.zeros(K, dtype=bool)
+    start = time.perf_counter()
+
+    def evaluate(step):
+        n = noise.shape[0]
+        z = noise.expand(K, *noise.shape)
+        c = prompt[:, None, :].expand(K, n, prompt.shape[-1])
+        eps_fn = lambda zz, tt, cc: ens.eps(zz.view(K, n, *zz.shape[1:]), tt.view(K, n),  # noqa: E731
+                                            cc.view(K, n, -1)).reshape(K * n, *zz.shape[1:])
+        with torch.no_grad():
+            x = ddim_sample(eps_fn, schedule, z.reshape(K * n, *noise.shape[1:]), c.reshape(K * n, -1),
+                            steps=sample_steps)
+            img = ((x + 1) / 2).clamp(0, 1)
+            coords = readout(img).reshape(K, n, -1)
+        hist["checkpoint"].append(step)
+        hist["concepts"].append(coords.numpy())
+        hist["images"].append(img.reshape(K, n, *img.shape[1:])[:, :keep_images].numpy().astype(np.float16))
+
+    ck = list(checkpoints)
+    if ck and ck[0] == 0:
+        evaluate(0)
+        ck.pop(0)
+    iterator = range(1, steps + 1)
+    if progress:
+        iterator = progress(iterator)
+    for step in iterator:
+        idx = torch.randint(N, (K, batch_size), generator=gen)
+        x, c = images[ar, idx], cond[ar, idx]
+        t = torch.rand(K, batch_size, generator=gen)
+        eps = torch.randn(x.shape, generator=gen)
+        alpha, sigma = schedule.alpha_sigma(t[..., None, None, None])
+        z = alpha * x + sigma * eps
+        losses = ((eps - ens.eps(z, t, c)) ** 2).mean(dim=(1, 2, 3, 4))
+        bad = ~torch.isfinite(losses.detach())
+        if bad.any():
+            diverged |= bad.numpy()
+            losses = torch.where(bad, torch.zeros_like(losses), losses)
+        opt.zero_grad(set_to_none=True)
+        losses.sum().backward()
+        opt.step()
+        hist["step"].append(step)
+        hist["loss"].append(losses.detach().numpy())
+        if ck and step == ck[0]:
+            evaluate(step)
+            ck.pop(0)
+    out = {k: np.asarray(v) for k, v in hist.items()}
+    out["lr"] = np.full(len(out["step"]), lr)
+    out["diverged"] = diverged
+    out["seconds"] = time.perf_counter() - start
+    out["state_dicts"] = ens.state_dicts()
+    return out
+
+
+def log_checkpoints(first: int, last: int, n: int) -> list[int]:
+    """``n`` roughly log-spaced distinct integer steps from ``first`` to ``last`` (inclusive), plus step 0."""
+    check_int("first", first, minimum=1)
+    check_int("last", last, minimum=first)
+    check_int("n", n, minimum=1)
+    steps = np.unique(np.round(np.geomspace(first, last, n)).astype(int))
+    return [0, *steps.tolist()]
+
+
+def train_concept_classifier(*, image_size: int = 8, variant: str = "easy", steps: int = 600, n: int = 60,
+                             seed: int = 0, deltas=None):
+    """Train the concept read-out (``lib.models.cnn.ConceptCNN``, heads = colour, size) on all four classes.
+
+    The colour signal of the training images is spread over ``deltas`` (default 18 values in [0.05, 0.9]) so one
+    classifier reads out every signal level; ``n`` images per class and level. Returns ``(model, accuracy)``
+    with the held-out accuracy per head (2,) on fresh images.
+    """
+    from lib.models.cnn import CNNConfig, ConceptCNN, concept_probs, train_classifier
+    from lib.parts.concept_learning.shapes import CLASSES, circles_color_size
+
+    deltas = np.linspace(0.05, 0.9, 18) if deltas is None else np.asarray(deltas, float)
+
+    def data(s, m):
+        xs, ls = [], []
+        for i, d in enumerate(deltas):
+            x, _, lab = circles_color_size(m, float(d), classes=CLASSES, image_size=image_size, variant=variant,
+                                           seed=10_000 * s + i)
+            xs.append(x)
+            ls.append(lab)
+        return torch.tensor(np.concatenate(xs)), torch.tensor(np.concatenate(ls))
+
+    x, lab = data(2 * seed + 1, n)
+    torch.manual_seed(seed)
+    model = ConceptCNN(CNNConfig(channels=(16, 16, 32)))
+    train_classifier(model, x, lab, steps=steps, seed=seed)
+    xt, lt = data(2 * seed + 2, max(n // 3, 4))
+    acc = ((concept_probs(model, xt) > 0.5).long() == lt).float().mean(0).numpy()
+    return model, acc
+
+
+def concept_diffusion_experiment(deltas=(0.1, 0.8), seeds=(0,), image_size: int = 8, variant: str = "easy",
+                                 n_per_class: int = 2048, channels=(16, 32), steps: int = 1500,
+                                 batch_size: int = 64, lr: float = 1e-3, weight_decay: float = 0.01,
+                                 n_checkpoints: int = 20, first_checkpoint: int = 10, samples: int = 32,
+                                 sample_steps: int = 20, classifier_steps: int = 600, noise_seed: int = 1234,
+                                 progress=None) -> dict:
+    """Train one conditional denoiser per (colour signal, seed) on the classes 00, 01, 10 and read out the
+    held-out prompt (blue, small) in concept space at log-spaced checkpoints (Yang et al. 2025, Fig. 6).
+
+    Returns a dict of NumPy arrays: ``deltas`` (D,), ``seeds`` (R,), ``checkpoint`` (P,), ``concepts``
+    (D, R, P, samples, 2) with per-image ``(P(blue), P(small))``, ``images`` (D, R, P, keep, 3, S, S) float16,
+    ``loss`` (steps, D, R), ``classifier_accuracy`` (2,), ``seconds``. All randomness is seeded.
+    """
+    from lib.models.cnn import concept_probs
+    from lib.models.unet import CondUNet, UNetConfig
+    from lib.parts.concept_learning.shapes import HELD_OUT, TRAIN_CLASSES, circles_color_size, class_conditioning
+
+    deltas, seeds = tuple(float(d) for d in deltas), tuple(int(s) for s in seeds)
+    if not deltas or not seeds:
+        raise ValueError("deltas and seeds must be non-empty")
+    start = time.perf_counter()
+    torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
+    clf, acc = train_concept_classifier(image_size=image_size, variant=variant, steps=classifier_steps)
+    runs = [(d, s) for d in deltas for s in seeds]
+    imgs, conds, prompts, models = [], [], [], []
+    for d, s in runs:
+        x, c, _ = circles_color_size(n_per_class, d, classes=TRAIN_CLASSES, image_size=image_size,
+                                     variant=variant, seed=1000 * s + int(round(100 * d)))
+        imgs.append(torch.tensor(2 * x - 1))
+        conds.append(torch.tensor(c))
+        prompts.append(torch.tensor(class_conditioning(d, [HELD_OUT])[0]))
+        torch.manual_seed(10_000 + s)  # the same initialisation for every colour signal of one seed
+        models.append(CondUNet(UNetConfig(channels=tuple(channels))))
+    noise = torch.randn(samples, 3, image_size, image_size, generator=torch.Generator().manual_seed(noise_seed))
+    hist = train_ensemble(models, torch.stack(imgs), torch.stack(conds), steps=steps, batch_size=batch_size,
+                          lr=lr, weight_decay=weight_decay,
+                          checkpoints=log_checkpoints(first_checkpoint, steps, n_checkpoints),
+                          prompt=torch.stack(prompts), noise=noise, readout=lambda im: concept_probs(clf, im),
+                          sample_steps=sample_steps, seed=12_345, progress=progress)
+    D, R = len(deltas), len(seeds)
+    P = len(hist["checkpoint"])
+    return dict(
+        deltas=np.array(deltas), seeds=np.array(seeds), checkpoint=hist["checkpoint"],
+        concepts=hist["concepts"].reshape(P, D, R, samples, -1).transpose(1, 2, 0, 3, 4),
+        images=hist["images"].reshape(P, D, R, *hist["images"].shape[2:]).transpose(1, 2, 0, 3, 4, 5, 6),
+        loss=hist["loss"].reshape(-1, D, R), diverged=hist["diverged"].reshape(D, R),
+        classifier_accuracy=acc, seconds=time.perf_counter() - start,
+    )
+
+
+def concept_mse(coords, target=(1.0, 1.0)) -> np.ndarray:
+    """Squared distance ``||C - target||^2`` of concept-space points ``coords`` (..., k) to ``target`` (k,)."""
+    coords = np.asarray(coords, float)
+    target = np.asarray(target, float)
+    if coords.shape[-1:] != target.shape:
+        raise ValueError(f"coords must end with dimension {target.shape[0]}, got shape {coords.shape}")
+    return ((coords - target) ** 2).sum(-1)
+
+
+def learned_step(values, steps, level: float) -> float:
+    """First checkpoint step at which a concept counts as learned: the running median over 3 checkpoints of
+    its read-out ``values`` (P,) reaches ``level`` (one-checkpoint spikes of the noisy classifier are ignored);
+    ``inf`` if it never does. A thin wrapper of :func:`lib.curves.hitting_time`."""
+    return hitting_time(steps, values, level, direction="up", interpolate=False, window=3, never=np.inf)

@@ -1,0 +1,267 @@
+"""Beyond low dimension (Chen & Bruna 2023, App. B.3): the 16-neuron teacher-student and ReLU MLPs.
+
+* The 16-neuron teacher-student (Eq. 18-22, Fig 8): teacher ``y = sum_i ReLU(e_i^T x)`` on the sphere
+  S^15, student ``f(x) = sum_i v_i ReLU(w_i^T x)``, loss ``L = 1/m sum_j (f(x_j) - y_j)^2``. The minima
+  ``{w_i = k_i e_i, v_i = 1/k_i}`` differ in sharpness; large-lr GD drives every ratio ``||w_i||/v_i`` to the
+  flattest one. The flat parameter is ``theta = (vec(W), v)`` with the rows of ``W`` (16, 16) the ``w_i``.
+* MLPs (Figs 9-11): the line-search minimum (Def 5) and the 1-D stable-oscillation condition
+  ``3 f'''^2 - f'' f''''`` of Thm 1 along the gradient line, plus gradient / top-eigenvector alignment.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from threadpoolctl import threadpool_limits
+from torch.func import grad, vmap
+
+from lib import curvature
+from lib.config import check_int, check_positive, check_shape
+from lib.data.sphere import sample_sphere
+from lib.parts.edge_of_stability.one_dimensional import stable_oscillation_condition
+
+
+def teacher_student_data(m: int, d: int = 16, seed: int = 0):
+    """Eq. (18): ``m`` points uniform on S^{d-1} and labels ``y = sum_i ReLU(x_i)``; tensors (m, d) and (m,).
+    """
+    X = torch.as_tensor(sample_sphere(m, d, seed))
+    return X, torch.relu(X).sum(dim=1)
+
+
+def ts_init(d: int = 16, seed: int = 0, *, k_step: float = 0.0625, noise: float = 0.01):
+    """Eq. (22): ``w_i = k_i (e_i + noise * eps_i)``, ``eps_i ~ N(0, I)``, ``k_i = 1 + k_step (i - 1)``, and
+    ``v_i = 1 / k_i`` (near the sharp minimum ``w_i = k_i e_i``).
+
+    Returns ``(theta, k)``: shapes (d*d + d,), (d,).
+    """
+    check_int("d", d, minimum=1)
+    check_positive("k_step", k_step, allow_zero=True)
+    check_positive("noise", noise, allow_zero=True)
+    g = torch.Generator().manual_seed(int(seed))
+    k = 1.0 + k_step * torch.arange(d, dtype=torch.float64)
+    eps = torch.randn(d, d, generator=g, dtype=torch.float64)
+    W = k[:, None] * (torch.eye(d, dtype=torch.float64) + noise * eps)
+    return torch.cat([W.reshape(-1), 1.0 / k]), k
+
+
+def ts_unpack(theta: torch.Tensor, d: int = 16):
+    """Split ``theta`` (d*d + d,) into ``W`` (d, d) (rows w_i) and ``v`` (d,)."""
+    check_shape("theta", theta, (d * d + d,))
+    return theta[: d * d].reshape(d, d), theta[d * d:]
+
+
+def ts_loss(X: torch.Tensor, y: torch.Tensor):
+    """Eq. (20) as a function of the flat ``theta``: ``1/m sum_j (sum_i v_i ReLU(w_i^T x_j) - y_j)^2``."""
+    m, d = X.shape
+    check_shape("y", y, (m,))
+
+    def loss(theta):
+        W, v = theta[: d * d].reshape(d, d), theta[d * d:]
+        return ((torch.relu(X @ W.T) @ v - y) ** 2).mean()
+
+    return loss
+
+
+def ts_ratios(theta: torch.Tensor, d: int = 16) -> np.ndarray:
+    """The ratios ``||w_i|| / v_i`` (shape (d,)), equal to ``k_i^2`` on the minimum set (Eq. 21)."""
+    W, v = ts_unpack(torch.as_tensor(theta), d)
+    return (W.norm(dim=1) / v).detach().numpy()
+
+
+def equal_k_sharpness(X: torch.Tensor, k_values) -> np.ndarray:
+    """Fig 8 (e, f): top Hessian eigenvalue at the minimum ``w_i = k e_i, v_i = 1/k`` (all i) for each k.
+
+    At a zero-loss minimum the Hessian of Eq. (20) is the Gauss-Newton matrix ``(2/m) J^T J``, with
+    ``J = [P / k, k Q]``, ``P[j, (i, l)] = 1[x_ji > 0] x_jl`` and ``Q[j, i] = ReLU(x_ji)`` independent of k.
+    X: (m, d); returns shape (len(k_values),).
+    """
+    k_values = np.asarray(k_values, float)
+    if k_values.ndim != 1 or np.any(k_values <= 0):
+        raise ValueError("k_values must be a 1-D array of positive numbers")
+    X = torch.as_tensor(X, dtype=torch.float64)
+    m, d = X.shape
+    P = ((X > 0).to(X.dtype)[:, :, None] * X[:, None, :]).reshape(m, d * d)
+    Q = torch.relu(X)
+    PP, PQ, QQ = (P.T @ P).numpy(), (P.T @ Q).numpy(), (Q.T @ Q).numpy()
+    out = []
+    with threadpool_limits(limits=1, user_api="blas"):  # small eigenproblems: threads only add contention
+        for k in k_values:
+            G = np.block([[PP / k**2, PQ], [PQ.T, k**2 * QQ]]) * (2.0 / m)
+            out.append(np.linalg.eigvalsh(G)[-1])
+    return np.array(out)
+
+
+def run_teacher_student(X, y, theta0, *, lr: float, epochs: int, decay_to: float | None = None,
+                        decay_epochs: int = 0, sharp_every: int = 1) -> dict:
+    """Full-batch GD on Eq. (20) from ``theta0`` (``lib.train.train``), optionally followed by
+    ``decay_epochs``
+    steps at ``decay_to``. Records loss and ratios every step, the sharpness (Lanczos on HVPs) every
+    ``sharp_every`` steps. Returns dict of NumPy arrays ``step``, ``loss``, ``lr``, ``ratios`` (T, d),
+    ``sharp_step``, ``sharpness`` and the final ``theta``.
+    """
+    from lib.train import piecewise, train
+
+    check_positive("lr", lr)
+    check_int("epochs", epochs, minimum=1)
+    check_int("decay_epochs", decay_epochs, minimum=0)
+    check_int("sharp_every", sharp_every, minimum=1)
+    d = X.shape[1]
+    loss = ts_loss(X, y)
+    schedule = None
+    total = epochs
+    if decay_to is not None and decay_epochs:
+        check_positive("decay_to", decay_to)
+        schedule = piecewise([epochs], [1.0, decay_to / lr])
+        total = epochs + decay_epochs
+
+    def record(theta, step):
+        out = {"ratios": ts_ratios(theta.detach(), d)}
+        if step % sharp_every == 0 or step == total:
+            lam, _ = curvature.hessian_top_eigenpairs(loss, theta.detach(), k=1, tol=1e-6)
+            out["sharpness"] = float(lam[0])
+        else:
+            out["sharpness"] = float("nan")
+        return out
+
+    theta = theta0.detach().clone()
+    res = train(theta, loss, lr=lr, steps=total, schedule=schedule, record=record, progress=False)
+    h = res.history
+    sharp = np.asarray(h["sharpness"], float)
+    keep = np.isfinite(sharp)
+    return dict(step=h["step"], loss=h["loss"], lr=h["lr"], ratios=np.stack(h["ratios"]),
+                sharp_step=h["step"][keep], sharpness=sharp[keep], theta=res.params.detach().clone(),
+                diverged=res.diverged)
+
+
+def line_search_minimum(loss, theta: torch.Tensor, g: torch.Tensor, eta: float, n_grid: int = 51):
+    """Def 5: ``c* = argmin_{c in [0, 1]} loss(theta - c eta g)`` (grid of ``n_grid`` points, vectorised with
+    ``vmap``, then refined by a parabola through the best grid point and its neighbours) and
+    ``theta_tilde = theta - c* eta g``. theta, g: shape (n,). Returns ``(c_star, theta_tilde)``."""
+    check_positive("eta", eta)
+    check_int("n_grid", n_grid, minimum=3)
+    check_shape("g", g, tuple(theta.shape))
+    cs = torch.linspace(0.0, 1.0, n_grid, dtype=theta.dtype)
+    vals = vmap(lambda c: loss(theta - c * eta * g))(cs)
+    i = int(torch.argmin(vals))
+    c = float(cs[i])
+    if 0 < i < n_grid - 1:
+        y0, y1, y2 = (float(vals[i - 1]), float(vals[i]), float(vals[i + 1]))
+        den = y0 - 2 * y1 + y2
+        if den > 0:
+            h = float(cs[1] - cs[0])
+            c = c + 0.5 * h * (y0 - y2) / den
+    return c, theta - c * eta * g
+
+
+def cross_section(loss, theta: torch.Tensor, eta: float, *, eig_method: str = "lanczos",
+                  min_sharpness: float = 0.0) -> dict:
+    """Statistics of one GD iterate ``theta`` (n,) used in Figs 9-11:
+
+    ``sharpness`` (top Hessian eigenvalue, lib.curvature), ``cos`` (|cos(grad, v1)|), ``c_star`` (Def 5), and
+    the derivatives ``f2, f3, f4`` at ``c = 0`` of ``c -> loss(theta_tilde + c g/||g||)`` through the line-
+    search minimum along the unit gradient (nested forward-mode AD), with ``cond = 3 f3^2 - f2 f4``. The line
+    search and the derivatives are skipped (NaN) when the sharpness is below ``min_sharpness``.
+    """
+    theta = theta.detach()
+    g = grad(loss)(theta)
+    lam, vec = curvature.hessian_top_eigenpairs(loss, theta, k=1, method=eig_method, tol=1e-6)
+    v1 = vec[:, 0]
+    cos = float((g @ v1).abs() / (g.norm() * v1.norm() + 1e-300))
+    out = dict(sharpness=float(lam[0]), cos=cos, gnorm=float(g.norm()), c_star=float("nan"), f2=float("nan"),
+               f3=float("nan"), f4=float("nan"), cond=float("nan"))
+    if float(lam[0]) < min_sharpness:
+        return out
+    c_star, theta_t = line_search_minimum(loss, theta, g, eta)
+    u = g / (g.norm() + 1e-300)
+    der = curvature.directional_derivatives(loss, theta_t, u, max_order=4).numpy()
+    out.update(c_star=c_star, f2=float(der[2]), f3=float(der[3]), f4=float(der[4]),
+               cond=float(stable_oscillation_condition(der[2], der[3], der[4])))
+    return out
+
+
+def run_mlp_eos(X, y, *, depth: int, lr: float, epochs: int, seed: int = 0, width: int = 16,
+                stats_every: int = 1, keep_params_every: int = 0, cond_frac: float = 0.9) -> dict:
+    """Figs 9-11 on one (depth, lr, seed): full-batch GD (``lib.train.train``) on the MSE of a ``ReLUMLP``
+    with scalar output, recording :func:`cross_section` every ``stats_every`` epochs (the line search and the
+    derivatives only where the sharpness is at least ``cond_frac * 2 / lr``, and at every kept epoch).
+
+    X: (n, p), y: (n,). Returns dict of NumPy arrays: ``step``, ``loss`` and, at the recorded epochs,
+    ``sharpness``, ``cos``, ``c_star``, ``f2``, ``f3``, ``f4``, ``cond``; plus ``eos_threshold = 2 / lr``,
+    ``diverged``, and with ``keep_params_every`` the flat parameters ``params`` (T', n) every that many epochs
+    (for the cross-section widget) and the ``loss_fn`` (a closure of the flat parameters).
+    """
+    from lib.models.mlp import ReLUMLP
+    from lib.train import train
+
+    check_int("depth", depth, minimum=2)
+    check_positive("lr", lr)
+    check_int("epochs", epochs, minimum=1)
+    check_int("stats_every", stats_every, minimum=1)
+    check_int("keep_params_every", keep_params_every, minimum=0)
+    X = torch.as_tensor(X, dtype=torch.float64)
+    y = torch.as_tensor(y, dtype=torch.float64)
+    torch.manual_seed(int(seed))
+    model = ReLUMLP(X.shape[1], width, depth)
+    theta0, loss = curvature.flatten_module(model, lambda call: ((call(X) - y) ** 2).mean())
+    keys = ("sharpness", "cos", "c_star", "f2", "f3", "f4", "cond")
+    kept = []
+
+    def record(theta, step):
+        if keep_params_every and step % keep_params_every == 0:
+            kept.append(theta.detach().clone())
+        keep = bool(keep_params_every) and step % keep_params_every == 0
+        if step % stats_every and not keep:
+            return {k: float("nan") for k in keys}
+        s = cross_section(loss, theta.detach(), lr, min_sharpness=0.0 if keep else cond_frac * 2.0 / lr)
+        return {k: s[k] for k in keys}
+
+    theta = theta0.detach().clone()
+    res = train(theta, loss, lr=lr, steps=epochs, record=record, progress=False)
+    h = {k: np.asarray(v) for k, v in res.history.items()}
+    out = dict(step=h["step"], loss=h["loss"], eos_threshold=2.0 / lr, diverged=res.diverged, depth=depth,
+               lr=lr,
+               seed=seed)
+    for k in keys:
+        out[k] = h[k]
+    if keep_params_every:
+        out["params"] = torch.stack(kept).numpy()
+        out["loss_fn"] = loss
+    return out
+
+
+def teacher_student_experiment(*, m: int, lr: float, epochs: int, decay_to: float | None = None,
+                               decay_epochs: int = 0, sharp_every: int = 1, data_seed: int = 0,
+                               init_seed: int = 0) -> dict:
+    """Fig 8 run from scratch (data on S^15 with ``data_seed``, Eq. 22 init with ``init_seed``); see
+    :func:`run_teacher_student`. Returns its dict with ``theta`` as a NumPy array."""
+    torch.set_num_threads(1)
+    X, y = teacher_student_data(m, 16, data_seed)
+    theta0, _ = ts_init(16, init_seed)
+    out = run_teacher_student(X, y, theta0, lr=lr, epochs=epochs, decay_to=decay_to,
+                              decay_epochs=decay_epochs,
+                              sharp_every=sharp_every)
+    out["theta"] = out["theta"].numpy()
+    return out
+
+
+def mlp_eos_experiment(*, depth: int, lr: float, epochs: int, seed: int = 0, stats_every: int = 1,
+                       keep_params_every: int = 0, std_min: float = 3.0, cond_frac: float = 0.9) -> dict:
+    """Figs 9-11 run on the digits 0-vs-1 stand-in (``lib.data.digits.digits_binary(std_min=std_min)``); see
+    :func:`run_mlp_eos`. Returns its dict without the loss closure (picklable)."""
+    from lib.data.digits import digits_binary
+
+    torch.set_num_threads(1)
+    X, y, _ = digits_binary(std_min=std_min)
+    out = run_mlp_eos(X, y, depth=depth, lr=lr, epochs=epochs, seed=seed, stats_every=stats_every,
+                      keep_params_every=keep_params_every, cond_frac=cond_frac)
+    out.pop("loss_fn", None)
+    return out
+
+
+def eos_mask(sharpness, lr: float, frac: float = 1.0) -> np.ndarray:
+    """Epochs "at the edge of stability": recorded sharpness at least ``frac * 2 / lr`` (NaN = not recorded).
+    """
+    check_positive("lr", lr)
+    check_positive("frac", frac)
+    s = np.asarray(sharpness, float)
+    return np.isfinite(s) & (s >= frac * 2.0 / lr)

@@ -1,1 +1,0 @@
-"""Theory modules, one per work."""

@@ -1,0 +1,176 @@
+"""Tests of the colour x size data, the conditional U-Net, the CNN read-out and the VP diffusion utilities."""
+
+import numpy as np
+import pytest
+import torch
+
+from lib.models.cnn import CNNConfig, ConceptCNN, concept_probs, train_classifier
+from lib.models.unet import CondUNet, UNetConfig, timestep_embedding
+from lib.parts.concept_learning.diffusion import (
+    Ensemble,
+    VPSchedule,
+    ddim_sample,
+    diffusion_loss,
+    log_checkpoints,
+    q_sample,
+    train_ensemble,
+)
+from lib.parts.concept_learning.shapes import (
+    CLASSES,
+    HELD_OUT,
+    TRAIN_CLASSES,
+    circles_color_size,
+    class_colors,
+    class_conditioning,
+    render_discs,
+)
+
+torch.set_num_threads(1)
+
+
+def tiny_unet(seed=0):
+    torch.manual_seed(seed)
+    return CondUNet(UNetConfig(channels=(8, 16), emb_dim=16, groups=4))
+
+
+# ---------------------------------------------------------------- data
+def test_shapes_and_ranges():
+    x, c, lab = circles_color_size(5, 0.5, image_size=8, seed=0)
+    assert x.shape == (15, 3, 8, 8) and c.shape == (15, 4) and lab.shape == (15, 2)
+    assert set(map(tuple, lab.tolist())) == set(TRAIN_CLASSES)
+    assert x.min() > -0.02 and x.max() < 1.02
+    assert HELD_OUT not in TRAIN_CLASSES and set(CLASSES) == set(TRAIN_CLASSES) | {HELD_OUT}
+
+
+def test_color_signal_is_the_channel_gap():
+    for delta in (0.0, 0.3, 0.9):
+        red, blue = class_colors(delta)
+        np.testing.assert_allclose(np.abs(red - blue), [delta, 0, delta], atol=1e-12)
+    cond = class_conditioning(0.4, [HELD_OUT])
+    np.testing.assert_allclose(cond[0], [0.3, 0.3, 0.3, 0.7], atol=1e-6)
+
+
+def test_same_seed_same_images_and_disc_area():
+    a = circles_color_size(3, 0.5, seed=7)[0]
+    b = circles_color_size(3, 0.5, seed=7)[0]
+    np.testing.assert_array_equal(a, b)
+    # a big disc covers more pixels than a small one (the size signal)
+    img = render_discs(np.zeros((2, 2)), np.array([0.7, 0.3]), np.zeros((2, 3)), np.ones((2, 3)), 8)
+    dark = (img < 0.5).all(axis=1).sum(axis=(1, 2))
+    assert dark[0] > 2 * dark[1] > 0
+
+
+@pytest.mark.parametrize("kw", [dict(n_per_class=0), dict(delta=1.5), dict(variant="hard"),
+                                dict(image_size=2), dict(classes=[(2, 0)])])
+def test_data_bad_arguments(kw):
+    args = dict(n_per_class=2, delta=0.5)
+    args.update(kw)
+    with pytest.raises(ValueError):
+        circles_color_size(**args)
+
+
+# ---------------------------------------------------------------- schedule
+def test_schedule_identities():
+    sch = VPSchedule(-5.0, 10.0)
+    t = torch.linspace(0, 1, 11, dtype=torch.float64)
+    a, s = sch.alpha_sigma(t)
+    torch.testing.assert_close(a**2 + s**2, torch.ones_like(t))
+    torch.testing.assert_close(a**2 / s**2, sch.snr(t))
+    torch.testing.assert_close(torch.log(s**2 / a**2), sch.gamma(t))
+    assert torch.all(torch.diff(sch.snr(t)) < 0)  # SNR decreases with time
+    with pytest.raises(ValueError):
+        VPSchedule(1.0, -1.0)
+
+
+def test_q_sample_and_oracle_loss():
+    sch = VPSchedule()
+    x = torch.rand(4, 3, 8, 8) * 2 - 1
+    eps = torch.randn_like(x)
+    t = torch.rand(4)
+    z = q_sample(sch, x, t, eps)
+    a, s = sch.alpha_sigma(t)
+    torch.testing.assert_close(z, a[:, None, None, None] * x + s[:, None, None, None] * eps)
+    # an oracle that returns the true noise has zero loss
+    assert diffusion_loss(lambda zz, tt, cc: eps, sch, x, torch.zeros(4, 4), t, eps) == 0
+    with pytest.raises(ValueError):
+        q_sample(sch, x, torch.rand(3), eps)
+
+
+def test_ddim_deterministic_and_oracle_recovers_data():
+    sch = VPSchedule()
+    net = tiny_unet().eval()
+    noise = torch.randn(3, 3, 8, 8, generator=torch.Generator().manual_seed(0))
+    cond = torch.rand(3, 4)
+    a = ddim_sample(net, sch, noise, cond, steps=4)
+    b = ddim_sample(net, sch, noise, cond, steps=4)
+    torch.testing.assert_close(a, b, rtol=0, atol=0)
+    assert a.shape == noise.shape and a.abs().max() <= 1
+    # with the exact eps of a single data point x0, DDIM returns x0 (from any starting noise)
+    x0 = torch.rand(1, 3, 8, 8) * 1.6 - 0.8
+    z1 = torch.randn(1, 3, 8, 8)
+
+    def oracle(z, t, c):
+        al, si = sch.alpha_sigma(t[0])
+        return (z - al * x0) / si
+
+    torch.testing.assert_close(ddim_sample(oracle, sch, z1, torch.zeros(1, 4), steps=5), x0, atol=1e-4, rtol=0)
+    with pytest.raises(ValueError):
+        ddim_sample(net, sch, noise, cond, steps=0)
+
+
+# ---------------------------------------------------------------- models
+def test_unet_and_cnn_shapes():
+    net = tiny_unet()
+    out = net(torch.randn(2, 3, 8, 8), torch.rand(2), torch.rand(2, 4))
+    assert out.shape == (2, 3, 8, 8)
+    assert timestep_embedding(torch.rand(5), 16).shape == (5, 16)
+    clf = ConceptCNN(CNNConfig(channels=(8,)))
+    assert clf(torch.rand(4, 3, 8, 8)).shape == (4, 2, 2)
+    p = concept_probs(clf, torch.rand(4, 3, 8, 8))
+    assert p.shape == (4, 2) and ((p >= 0) & (p <= 1)).all()
+    with pytest.raises(ValueError):
+        UNetConfig(channels=(10, 16), groups=4)
+    with pytest.raises(ValueError):
+        CNNConfig(heads=0)
+    with pytest.raises(ValueError):
+        train_classifier(clf, torch.rand(4, 3, 8, 8), torch.zeros(4, 2, dtype=torch.long), steps=0)
+
+
+def test_ensemble_matches_individual_models():
+    models = [tiny_unet(0), tiny_unet(1)]
+    ens = Ensemble(models)
+    z, t, c = torch.randn(2, 3, 3, 8, 8), torch.rand(2, 3), torch.rand(2, 3, 4)
+    out = ens.eps(z, t, c)
+    for k, m in enumerate(models):
+        torch.testing.assert_close(out[k], m(z[k], t[k], c[k]), atol=1e-5, rtol=1e-4)
+
+
+def test_train_ensemble_runs_and_checks_arguments():
+    x = torch.rand(2, 16, 3, 8, 8) * 2 - 1
+    c = torch.rand(2, 16, 4)
+    h = train_ensemble([tiny_unet(0), tiny_unet(1)], x, c, steps=3, batch_size=4, checkpoints=[0, 3],
+                       prompt=torch.rand(2, 4), noise=torch.randn(5, 3, 8, 8), sample_steps=2, keep_images=2,
+                       readout=lambda im: im.mean(dim=(2, 3))[:, :2])
+    assert h["loss"].shape == (3, 2) and list(h["checkpoint"]) == [0, 3]
+    assert h["concepts"].shape == (2, 2, 5, 2) and h["images"].shape == (2, 2, 2, 3, 8, 8)
+    assert not h["diverged"].any()
+    with pytest.raises(ValueError):
+        train_ensemble([tiny_unet(0)], x, c, steps=3)  # images has K = 2 but one model
+    with pytest.raises(ValueError):
+        train_ensemble([tiny_unet(0), tiny_unet(1)], x, c, steps=3, checkpoints=[5])
+    assert log_checkpoints(10, 100, 5)[0] == 0 and log_checkpoints(10, 100, 5)[-1] == 100
+
+
+def test_paper_scale_configuration_is_runnable():
+    """The GPU configuration names only arguments of the experiment and builds a 32x32, three-level U-Net."""
+    import inspect
+
+    from lib.parts.concept_learning.diffusion import concept_diffusion_experiment
+    from lib.parts.concept_learning.settings import CPU_FIG6_FULL, CPU_FIG6_QUICK, PAPER_SCALE_FIG6
+
+    params = inspect.signature(concept_diffusion_experiment).parameters
+    for cfg in (CPU_FIG6_QUICK, CPU_FIG6_FULL, PAPER_SCALE_FIG6):
+        assert set(cfg) <= set(params)
+    net = CondUNet(UNetConfig(channels=PAPER_SCALE_FIG6["channels"]))
+    s = PAPER_SCALE_FIG6["image_size"]
+    assert net(torch.randn(1, 3, s, s), torch.rand(1), torch.rand(1, 4)).shape == (1, 3, s, s)

@@ -1,0 +1,163 @@
+"""Tests of lib.flows and lib.theory.induction.dynamics (Wang et al. 2024, Sec. 5)."""
+
+import numpy as np
+import pytest
+import torch
+
+from lib.curves import hitting_time, loglog_slope, ratio_spread
+from lib.flows import integrate_flow, log_time_grid
+from lib.parts.induction_heads import convergence, four_phases, sample_flows
+
+
+# ----------------------------------------------------------------------------------------------- lib.flows
+def test_integrate_flow_exponential_and_event():
+    res = integrate_flow(
+        lambda t, y: -y,
+        [1.0],
+        (0.0, 5.0),
+        events={"half": lambda t, y: y[0] - 0.5},
+        log_time_grid=50,
+        t_min=1e-3,
+    )
+    assert np.allclose(res.y[0], np.exp(-res.t), rtol=1e-7)
+    assert res.events["half"] == pytest.approx(np.log(2), rel=1e-8)
+    assert res.t[0] == 0 and res.t.size == 51
+
+
+def test_integrate_flow_event_never_fires_and_bad_args():
+    res = integrate_flow(lambda t, y: -y, [1.0], (0.0, 1.0), events={"neg": lambda t, y: y[0] + 1})
+    assert np.isnan(res.events["neg"])
+    with pytest.raises(ValueError, match="t_span"):
+        integrate_flow(lambda t, y: -y, [1.0], (1.0, 0.0))
+    with pytest.raises(ValueError, match="method"):
+        integrate_flow(lambda t, y: -y, [1.0], (0.0, 1.0), method="Euler")
+    with pytest.raises(ValueError, match="rhs"):
+        integrate_flow(None, [1.0], (0.0, 1.0))
+
+
+def test_hitting_time_interpolates():
+    t = np.linspace(0, 10, 11)
+    assert hitting_time(t, 10 - t, 2.5) == pytest.approx(7.5)
+    assert hitting_time(t, t, 3.5, direction="up") == pytest.approx(3.5)
+    assert np.isnan(hitting_time(t, t, 20.0, direction="up"))
+    assert hitting_time(t, t, 3.5, direction="up", after=5.0) == 5.0
+    with pytest.raises(ValueError, match="direction"):
+        hitting_time(t, t, 1.0, direction="sideways")
+
+
+def test_loglog_slope_exact_power_law():
+    x = np.geomspace(1, 100, 7)
+    slope, spread = loglog_slope(x, 3 * x**-1.5)
+    assert slope == pytest.approx(-1.5) and spread < 1e-12
+    with pytest.raises(ValueError, match="> 0"):
+        loglog_slope([1, 2], [1, -1])
+    mean, rel = ratio_spread([1.0, 2.0])
+    assert mean == 1.5 and rel == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="t_min"):
+        log_time_grid(0.0, 1.0, 10, t_min=2.0)
+
+
+# ----------------------------------------------------------------------------------------------- closed forms
+def test_ngram_sums_match_closed_form_and_derivative():
+    L, p = 40, 0.3
+    M, m = four_phases.ngram_sums(p, L)
+    assert M == pytest.approx((1 - np.exp(-p * (L - 2))) / (1 - np.exp(-p)))
+    num = np.exp(-p) - (L - 2) * np.exp(-p * (L - 2)) + (L - 3) * np.exp(-p * (L - 1))
+    assert m == pytest.approx(num / (1 - np.exp(-p)) ** 2)
+    eps = 1e-6
+    slope = -(four_phases.ngram_sums(p + eps, L)[0] - four_phases.ngram_sums(p - eps, L)[0]) / (2 * eps)
+    assert slope == pytest.approx(
+        m, rel=1e-6
+    )
+
+
+@pytest.mark.parametrize("p,g", [(0.2, 0.1), (1.5, 0.7)])
+def test_rhs_g4_is_minus_gradient(p, g):
+    eps = 1e-6
+    dp, dg = four_phases.rhs_g4(p, g, 1.5, 60)
+    gp = (four_phases.loss_g4(p + eps, g, 1.5, 60) - four_phases.loss_g4(p - eps, g, 1.5, 60)) / (2 * eps)
+    gg = (four_phases.loss_g4(p, g + eps, 1.5, 60) - four_phases.loss_g4(p, g - eps, 1.5, 60)) / (2 * eps)
+    assert dp == pytest.approx(-gp, rel=1e-5) and dg == pytest.approx(-gg, rel=1e-5)
+
+
+@pytest.mark.parametrize("w,h", [(0.05, 0.3), (0.4, 0.6)])
+def test_rhs_ih_is_minus_gradient_and_factor_two(w, h):
+    eps = 1e-7
+    dw, dh = four_phases.rhs_ih(w, h, 1.0, 0.49, 50)
+    gw = (four_phases.loss_ih(w + eps, h, 1.0, 0.49, 50) - four_phases.loss_ih(w - eps, h, 1.0, 0.49, 50)) / (2 * eps)
+    gh = (four_phases.loss_ih(w, h + eps, 1.0, 0.49, 50) - four_phases.loss_ih(w, h - eps, 1.0, 0.49, 50)) / (2 * eps)
+    assert dw == pytest.approx(-gw, rel=1e-5) and dh == pytest.approx(-gh, rel=1e-5)
+    assert four_phases.rhs_ih(w, h, 1.0, 0.49, 50, separate_qk=True)[0] == pytest.approx(dw / 2)
+
+
+def test_loss_ih_zero_at_optimum_and_psi_domain():
+    assert four_phases.loss_ih(0.49, 0.5, 1.0, 0.49, 100) == pytest.approx(0.0, abs=1e-15)
+    with pytest.raises(ValueError, match="psi"):
+        four_phases.loss_ih(0.8, 0.5, 1.0, 0.49, 100)
+
+
+def test_model_equals_target_at_optimum():
+    X = torch.randn(32, 20, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    T = lambda v: torch.tensor(v, dtype=torch.float64)  # noqa: E731
+    out = four_phases.reparam_forward(X, dict(g=T(0.5), p=T(200.0), h=T(0.5), w=T(0.49)))
+    assert torch.allclose(out, four_phases.mixed_target(X, 1.0, 0.49), atol=1e-12)
+    batched = four_phases.reparam_forward(
+        X, dict(g=T([0.5, 0.5]), p=T([200.0, 200.0]), h=T([0.5, 0.5]), wq=T([0.49] * 2), wk=T([0.49] * 2))
+    )
+    assert torch.allclose(batched[1], out, atol=1e-12)
+    with pytest.raises(ValueError, match="params"):
+        four_phases.reparam_forward(X, dict(g=T(0.5), p=T(1.0), h=T(0.5)))
+
+
+def test_prev_token_weights_rows_and_limit():
+    K = four_phases.prev_token_weights(6, 0.7)
+    assert np.allclose(K[1:].sum(1), 1) and np.all(K[0] == 0) and np.all(np.triu(K) == 0)
+    assert np.allclose(four_phases.prev_token_weights(6, np.inf), np.eye(6, k=-1))
+    with pytest.raises(ValueError, match="p1"):
+        four_phases.prev_token_weights(6, -1.0)
+
+
+def test_stage1_gradient_matches_finite_difference():
+    loss, grad = four_phases.stage1_loss(0.8, 30, 0.01, 1.0, grad=True)
+    eps = 1e-6
+    up, down = four_phases.stage1_loss(0.8 + eps, 30, 0.01, 1.0), four_phases.stage1_loss(0.8 - eps, 30, 0.01, 1.0)
+    fd = (up - down) / (2 * eps)
+    assert grad == pytest.approx(fd, rel=1e-5) and grad < 0
+
+
+def test_balance_gd_identity_and_symmetry():
+    q, k, h, G = convergence.balance_gd(0.02, 0.005, 0.01, 1.0, 0.49, 50, lr=3.0, steps=200)
+    c = q**2 - k**2
+    assert np.allclose(c[1:], c[:-1] * (1 - 9.0 * G[:-1] ** 2), rtol=1e-10)
+    q, k, _, _ = convergence.balance_gd(0.02, 0.02, 0.01, 1.0, 0.49, 50, lr=3.0, steps=200)
+    assert np.array_equal(q, k)
+
+
+def test_four_phase_reference_values():
+    res = four_phases.four_phase_dynamics(1.0, 0.49, 1000, 0.01, 6e4, n_points=600)
+    assert res["t"] is res.t and res.loss_g4[0] == pytest.approx(0.125, rel=1e-3)
+    assert res.loss_ih[0] == pytest.approx(1.377e-4, rel=1e-3)
+    pt = four_phases.phase_times(res)
+    assert pt["T_I"] == pytest.approx(206, rel=0.01)
+    assert pt["T_o"] == pytest.approx(3.5e3, rel=0.02)
+    assert pt["T_III"] == pytest.approx(3.45e4, rel=0.01)
+    assert four_phases.plateau_loss(1.0, 0.49, 1000) == pytest.approx(9.88e-6, rel=1e-3)
+    assert 1 / four_phases.plateau_rate(1.0, 0.49, 1000) == pytest.approx(7.38e3, rel=1e-3)
+
+
+def test_four_phase_bad_arguments():
+    with pytest.raises(ValueError, match="w_star"):
+        four_phases.four_phase_dynamics(1.0, 0.8, 100, 0.01, 10.0)
+    with pytest.raises(ValueError, match="sigma_init"):
+        four_phases.four_phase_dynamics(1.0, 0.49, 100, 0.6, 10.0)
+    with pytest.raises(ValueError, match="alpha_star"):
+        four_phases.four_phase_dynamics(-1.0, 0.49, 100, 0.01, 10.0)
+    with pytest.raises(ValueError, match="L"):
+        four_phases.four_phase_dynamics(1.0, 0.49, 3, 0.01, 10.0)
+
+
+def test_ih_moments_exp_matches_closed_form_roughly():
+    X = np.random.default_rng(0).standard_normal((4000, 40))
+    EA2, EAT, ET2 = sample_flows.ih_moments([0.3], X, 0.49, softmax="exp")
+    mc = sample_flows.ih_loss_from_moments(0.4, 1.0, EA2, EAT, ET2)[0]
+    assert mc == pytest.approx(float(four_phases.loss_ih(0.3, 0.4, 1.0, 0.49, 40)), rel=0.15)
