@@ -13,5 +13,3 @@ chapter                                                modules
 (all chapters)                                         :mod:`~lib.parts.edge_of_stability.settings`
 =====================================================  ==========================================================
 """
-
-WORK = "chen2023eos"

@@ -14,5 +14,3 @@ chapter                                                modules
 (all chapters)                                         :mod:`~lib.parts.induction_heads.settings`
 =====================================================  ==========================================================
 """
-
-WORK = "wang2024induction"
