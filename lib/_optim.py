@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
-from .config import check_in, check_positive, check_range
+from .config import check_in, check_int, check_positive, check_range
 
 OPTIMIZERS = ("gd", "sgd", "adam", "adamw")
 
@@ -118,3 +119,17 @@ def lr_at(lr: float, schedule, step: int) -> float:
     if not math.isfinite(m) or m < 0:
         raise ValueError(f"schedule(step) must return a finite multiplier >= 0, got {m!r} at step {step}")
     return lr * m
+
+
+def record_test(record_every):
+    """``step -> bool``: every ``record_every`` steps (an int >= 1) or at the given steps (a collection of ints)."""
+    if isinstance(record_every, (int, np.integer)) and not isinstance(record_every, bool):
+        check_int("record_every", record_every, minimum=1)
+        return lambda step: step % record_every == 0
+    try:
+        values = [float(s) for s in record_every]
+    except (TypeError, ValueError):
+        raise ValueError(f"record_every must be an int >= 1 or a collection of steps, got {record_every!r}") from None
+    if any(not v.is_integer() or v < 0 for v in values):
+        raise ValueError(f"record_every must hold integer steps >= 0, got {record_every!r}")
+    return {int(v) for v in values}.__contains__

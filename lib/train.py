@@ -170,7 +170,8 @@ def train(
         batch_fn: ``batch_fn(step, generator) -> batch``; fresh samples each step give online SGD.
         schedule: ``schedule(step) -> multiplier`` of ``lr`` (finite, >= 0; see :func:`step_decay`).
         record: ``record(params, step) -> dict[str, float]`` of extra statistics, called every ``record_every``.
-        record_every: recording period in steps; the last step is always recorded.
+        record_every: recording period in steps, or a collection of the steps to record (e.g. log-spaced);
+            step 0 (for a period) and the last step are always recorded.
         divergence_bound: the run stops, marked diverged, when the loss is not finite or the parameter norm
             exceeds this bound ...
         divergence_factor: ... or when the loss exceeds this factor (> 1) times the initial loss (only when the
@@ -186,7 +187,7 @@ def train(
             values bit for bit. Module parameters with ``requires_grad=False`` are frozen anyway.
     """
     check_int("steps", steps, minimum=0)
-    check_int("record_every", record_every, minimum=1)
+    recorded = _optim.record_test(record_every)
     _optim.check_options(lr=lr, optimizer=optimizer, momentum=momentum, nesterov=nesterov, weight_decay=weight_decay,
                          adam_betas=adam_betas, clip_norm=clip_norm, divergence_bound=divergence_bound,
                          divergence_factor=divergence_factor, batch_fn=batch_fn)
@@ -225,7 +226,7 @@ def train(
         loss0 = loss_value if loss0 is None else loss0
         diverged = (not math.isfinite(loss_value) or _optim.norm(leaves) > divergence_bound
                     or _optim.loss_blew_up(loss_value, loss0, divergence_factor))
-        if step % record_every == 0 or step == steps or diverged:
+        if recorded(step) or step == steps or diverged:
             log(step, loss_value, lr_t)
         if diverged:
             result.diverged, result.diverged_step = True, step
@@ -375,7 +376,7 @@ def train_stacked(
             clips each model's own gradient norm).
     """
     check_int("steps", steps, minimum=0)
-    check_int("record_every", record_every, minimum=1)
+    recorded = _optim.record_test(record_every)
     _optim.check_options(lr=lr, optimizer=optimizer, momentum=momentum, nesterov=nesterov, weight_decay=weight_decay,
                          adam_betas=adam_betas, clip_norm=clip_norm, divergence_bound=divergence_bound,
                          divergence_factor=divergence_factor, batch_fn=batch_fn)
@@ -450,7 +451,7 @@ def train_stacked(
                 for n, p in zip(names, leaves):
                     keep = new.view(-1, *([1] * (p.ndim - 1)))
                     anchor[n] = torch.where(keep, p, anchor[n]) if n in anchor else p.detach().clone()
-        if step % record_every == 0 or step == steps or new.any():
+        if recorded(step) or step == steps or new.any():
             log(step, lv, lr_t)
         if step == steps or div.all():
             break

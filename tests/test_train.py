@@ -270,3 +270,14 @@ def test_stacked_rejects_bad_input():
     for call, name in bad:
         with pytest.raises(ValueError, match=name):
             call()
+
+
+def test_record_at_given_steps():
+    w = torch.tensor([2.0, -1.0])
+    res = train.train(w, _quad, lr=0.1, steps=20, record_every=[1, 3, 10], record=lambda p, s: {"n": float(p.norm())})
+    assert list(res.history["step"]) == [1, 3, 10, 20] and len(res.history["n"]) == 4
+    r = train.train_stacked({"w": torch.ones(2, 3)}, lambda p: _quad(p["w"]), lr=0.1, steps=9, record_every=(0, 4))
+    assert list(r.history["step"]) == [0, 4, 9]
+    for bad in (0, 1.5, [1.5], [-1], "x"):
+        with pytest.raises(ValueError, match="record_every"):
+            train.train(torch.zeros(2), _quad, lr=0.1, steps=1, record_every=bad)
