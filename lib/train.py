@@ -1,22 +1,31 @@
-"""One trainer for the whole book: full-batch gradient descent, (online) SGD and Adam.
+"""One trainer for the whole book: full-batch GD, (online) SGD with momentum, Adam and AdamW; one model or K at once.
 
-``train`` works on an ``nn.Module``, a single tensor or a dict of tensors, records a history every
-``record_every`` steps, applies a learning-rate schedule, and stops a diverging run (non-finite loss or
-parameter norm above ``divergence_bound``), marking it diverged instead of raising.
+* :func:`train` works on an ``nn.Module``, a single tensor or a dict of tensors, records a history every
+  ``record_every`` steps, applies a learning-rate schedule, clips gradients, leaves frozen parameters untouched,
+  and stops a diverging run (non-finite loss, parameter norm above ``divergence_bound``, or loss above
+  ``divergence_factor`` times its initial value), marking it diverged instead of raising.
+* :func:`train_stacked` trains K independent copies of one small model at once (several seeds or data sets):
+  the parameters are stacked along a leading axis K (``torch.func.stack_module_state``), the per-model loss is
+  ``torch.func.vmap``-ed over K and the summed loss is back-propagated once. The models never interact (the
+  gradient is block-diagonal) and the optimisers act elementwise, so model k follows exactly the trajectory
+  :func:`train` would give it; a diverging model is frozen and flagged while the others go on.
 """
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
+from torch.func import functional_call, stack_module_state
 
-from .config import check_in, check_int, check_positive
+from . import _optim
+from .config import check_int, check_positive
 
-OPTIMIZERS = ("gd", "sgd", "adam")
+OPTIMIZERS = _optim.OPTIMIZERS
 
 
 # ----------------------------------------------------------------------------------------------- schedules
@@ -85,18 +94,40 @@ class TrainResult:
         return float(self.history[key][-1])
 
 
-def _leaves(params) -> list[torch.Tensor]:
+def _frozen_set(frozen) -> set:
+    return {frozen} if isinstance(frozen, str) else set(frozen)
+
+
+def _named_leaves(params, frozen) -> list[tuple[str, torch.Tensor]]:
+    """(name, tensor) of the parameters to train: all but the ``frozen`` ones and those without requires_grad."""
+    frozen = _frozen_set(frozen)
     if isinstance(params, torch.nn.Module):
-        return [p for p in params.parameters() if p.requires_grad]
-    if isinstance(params, torch.Tensor):
-        return [params]
-    if isinstance(params, dict) and params and all(isinstance(v, torch.Tensor) for v in params.values()):
-        return list(params.values())
-    raise ValueError("params must be an nn.Module, a tensor or a non-empty dict of tensors")
+        named = list(params.named_parameters())
+        trainable = [(n, p) for n, p in named if p.requires_grad]
+    elif isinstance(params, torch.Tensor):
+        if frozen:
+            raise ValueError("frozen needs an nn.Module or a dict of tensors, not a single tensor")
+        return [("", params)]
+    elif isinstance(params, dict) and params and all(isinstance(v, torch.Tensor) for v in params.values()):
+        named = trainable = list(params.items())
+    else:
+        raise ValueError("params must be an nn.Module, a tensor or a non-empty dict of tensors")
+    unknown = frozen - {n for n, _ in named}
+    if unknown:
+        raise ValueError(f"frozen names unknown parameters {sorted(unknown)}; known: {[n for n, _ in named]}")
+    out = [(n, p) for n, p in trainable if n not in frozen]
+    if not out:
+        raise ValueError("frozen leaves no parameter to train")
+    return out
 
 
-def _norm(leaves) -> float:
-    return math.sqrt(sum(float((p.detach() ** 2).sum()) for p in leaves))
+def _iterate(steps: int, progress):
+    show = progress if progress is not None else steps > 2000
+    if not show:
+        return range(steps + 1)
+    from tqdm.auto import tqdm
+
+    return tqdm(range(steps + 1), leave=False, mininterval=1.0)
 
 
 def train(
@@ -111,50 +142,64 @@ def train(
     record: Callable | None = None,
     record_every: int = 1,
     divergence_bound: float = 1e8,
+    divergence_factor: float | None = 1e6,
     progress: bool | None = None,
     callbacks=(),
     generator: torch.Generator | None = None,
     adam_betas=(0.9, 0.999),
     weight_decay: float = 0.0,
+    momentum: float = 0.0,
+    nesterov: bool = False,
+    clip_norm: float | None = None,
+    frozen=(),
 ) -> TrainResult:
-    """Train ``params`` by gradient descent, SGD or Adam, recording a history.
+    """Train ``params`` by gradient descent, SGD (with momentum), Adam or AdamW, recording a history.
 
-    The update is ``theta <- theta - lr * schedule(t) * grad L(theta)`` for ``"gd"``/``"sgd"`` (plain steps,
-    no momentum), Adam's for ``"adam"``.
+    ``"gd"``/``"sgd"`` without momentum and weight decay take the plain step ``theta <- theta - lr * schedule(t) *
+    grad L(theta)``; with them, ``torch.optim.SGD``'s update (heavy ball ``b <- mu b + g``, ``theta <- theta -
+    lr b``; coupled weight decay ``g <- g + wd theta``). ``"adam"`` is ``torch.optim.Adam`` (coupled weight decay),
+    ``"adamw"`` ``torch.optim.AdamW`` (decoupled: ``theta <- theta (1 - lr wd)``; ``weight_decay=0`` here, not
+    PyTorch's 0.01).
 
     Args:
         params: an ``nn.Module``, a tensor, or a dict of tensors (leaves; ``requires_grad`` is set here).
         loss_fn: ``loss_fn(params) -> scalar`` for full batch, ``loss_fn(params, batch)`` with ``batch_fn``.
         lr: base learning rate (> 0).
         steps: number of updates (>= 0).
-        optimizer: ``"gd"`` (full batch), ``"sgd"`` (needs ``batch_fn``) or ``"adam"``.
+        optimizer: ``"gd"`` (full batch), ``"sgd"`` (needs ``batch_fn``), ``"adam"`` or ``"adamw"``.
         batch_fn: ``batch_fn(step, generator) -> batch``; fresh samples each step give online SGD.
-        schedule: ``schedule(step) -> multiplier`` of ``lr`` (see :func:`step_decay`, :func:`piecewise`).
+        schedule: ``schedule(step) -> multiplier`` of ``lr`` (finite, >= 0; see :func:`step_decay`).
         record: ``record(params, step) -> dict[str, float]`` of extra statistics, called every ``record_every``.
-        record_every: recording period in steps; the last step is always recorded.
+        record_every: recording period in steps, or a collection of the steps to record (e.g. log-spaced);
+            step 0 (for a period) and the last step are always recorded.
         divergence_bound: the run stops, marked diverged, when the loss is not finite or the parameter norm
-            exceeds this bound.
+            exceeds this bound ...
+        divergence_factor: ... or when the loss exceeds this factor (> 1) times the initial loss (only when the
+            initial loss is > 0; ``None`` switches this test off). The default 1e6 catches Adam blow-ups to a
+            finite loss; the largest ratio in the book's runs is about 2e3 (GD at the edge of stability).
         progress: show a tqdm bar (default: only when ``steps > 2000``).
         callbacks: callables ``cb(params, step, loss)``, called after every update.
         generator: torch generator handed to ``batch_fn`` (default: seeded with 0, so runs are repeatable).
+        adam_betas, weight_decay: Adam/AdamW coefficients; weight decay (>= 0) also applies to ``"gd"``/``"sgd"``.
+        momentum, nesterov: heavy-ball momentum in [0, 1) for ``"gd"``/``"sgd"`` (PyTorch semantics), Nesterov's.
+        clip_norm: clip the gradient to this global norm before the update (``clip_grad_norm_`` semantics).
+        frozen: names of parameters (module parameter names or dict keys) that get no update; they keep their
+            values bit for bit. Module parameters with ``requires_grad=False`` are frozen anyway.
     """
-    check_positive("lr", lr)
     check_int("steps", steps, minimum=0)
-    check_in("optimizer", optimizer, OPTIMIZERS)
-    check_int("record_every", record_every, minimum=1)
-    check_positive("divergence_bound", divergence_bound)
+    recorded = _optim.record_test(record_every)
+    _optim.check_options(lr=lr, optimizer=optimizer, momentum=momentum, nesterov=nesterov, weight_decay=weight_decay,
+                         adam_betas=adam_betas, clip_norm=clip_norm, divergence_bound=divergence_bound,
+                         divergence_factor=divergence_factor, batch_fn=batch_fn)
     if not callable(loss_fn):
         raise ValueError("loss_fn must be callable")
-    if optimizer == "sgd" and batch_fn is None:
-        raise ValueError("optimizer='sgd' needs a batch_fn (use optimizer='gd' for full batch)")
-    leaves = _leaves(params)
+    leaves = [p for _, p in _named_leaves(params, frozen)]
     for p in leaves:
         p.requires_grad_(True)
     schedule = schedule or constant()
     generator = generator if generator is not None else torch.Generator().manual_seed(0)
-    opt = None
-    if optimizer == "adam":
-        opt = torch.optim.Adam(leaves, lr=lr, betas=adam_betas, weight_decay=weight_decay)
+    opt = _optim.make_optimizer(leaves, optimizer=optimizer, lr=lr, momentum=momentum, nesterov=nesterov,
+                                weight_decay=weight_decay, adam_betas=adam_betas)
 
     history: dict[str, list] = {"step": [], "loss": [], "lr": []}
     result = TrainResult(params=params)
@@ -173,18 +218,15 @@ def train(
             for k, v in stats.items():
                 history.setdefault(k, []).append(v)
 
-    show = progress if progress is not None else steps > 2000
-    iterator = range(steps + 1)
-    if show:
-        from tqdm.auto import tqdm
-
-        iterator = tqdm(iterator, leave=False, mininterval=1.0)
-    for step in iterator:
-        lr_t = lr * schedule(step)
+    loss0 = None
+    for step in _iterate(steps, progress):
+        lr_t = _optim.lr_at(lr, schedule, step)
         loss = evaluate(step)
         loss_value = float(loss.detach())
-        diverged = not math.isfinite(loss_value) or _norm(leaves) > divergence_bound
-        if step % record_every == 0 or step == steps or diverged:
+        loss0 = loss_value if loss0 is None else loss0
+        diverged = (not math.isfinite(loss_value) or _optim.norm(leaves) > divergence_bound
+                    or _optim.loss_blew_up(loss_value, loss0, divergence_factor))
+        if recorded(step) or step == steps or diverged:
             log(step, loss_value, lr_t)
         if diverged:
             result.diverged, result.diverged_step = True, step
@@ -192,18 +234,247 @@ def train(
         if step == steps:
             break
         grads = torch.autograd.grad(loss, leaves)
-        with torch.no_grad():
-            if opt is None:
-                for p, g in zip(leaves, grads):
-                    p.sub_(lr_t * g)
-            else:
-                for group in opt.param_groups:
-                    group["lr"] = lr_t
-                for p, g in zip(leaves, grads):
-                    p.grad = g
-                opt.step()
-                opt.zero_grad(set_to_none=True)
+        if clip_norm is not None:
+            grads = _optim.clip_global(grads, clip_norm)
+        _optim.apply_update(opt, leaves, grads, lr_t)
         for cb in callbacks:
             cb(params, step, loss_value)
     result.history = {k: np.asarray(v) for k, v in history.items()}
     return result
+
+
+# ----------------------------------------------------------------------------------------------- K models at once
+@dataclass
+class StackedResult:
+    """What :func:`train_stacked` returns.
+
+    Attributes:
+        params: name -> (K, ...) tensor, the K trained models' parameters stacked (frozen ones included).
+        buffers: name -> (K, ...) tensor of the modules' buffers (empty for a dict of tensors).
+        history: ``step`` (T,), ``lr`` (T,), ``loss`` (T, K) and each ``record`` key (T, K, ...); a diverged
+            model's entries are NaN after its ``diverged_step``.
+        diverged: (K,) bool, whether each model was stopped (frozen) for divergence.
+        diverged_step: (K,) int, the step at which it was, -1 where it was not.
+    """
+
+    params: dict
+    buffers: dict
+    history: dict
+    diverged: np.ndarray
+    diverged_step: np.ndarray
+
+    @property
+    def K(self) -> int:
+        return len(self.diverged)
+
+    def state_dict(self, k: int) -> dict:
+        """Model ``k``'s parameters and buffers as an ordinary state dict (detached copies)."""
+        check_int("k", k, minimum=0, maximum=self.K - 1)
+        return {n: v[k].detach().clone() for n, v in {**self.params, **self.buffers}.items()}
+
+    def state_dicts(self) -> list[dict]:
+        return [self.state_dict(k) for k in range(self.K)]
+
+    def load_into(self, module: torch.nn.Module, k: int) -> torch.nn.Module:
+        """Load model ``k`` into ``module`` (an instance of the trained architecture) and return it."""
+        module.load_state_dict(self.state_dict(k))
+        return module
+
+    def final(self, key: str = "loss") -> np.ndarray:
+        """Last recorded value of ``key`` per model."""
+        return np.asarray(self.history[key][-1])
+
+
+class _Bound(torch.nn.Module):
+    """``forward(*args) = fn(inner, *args)``: lets ``functional_call`` hand ``fn`` the module with model k's
+    parameters swapped in, so a ``loss_fn(model, batch)`` written for :func:`train` works unchanged."""
+
+    def __init__(self, inner: torch.nn.Module, fn: Callable):
+        super().__init__()
+        self.inner = inner
+        self.fn = fn
+
+    def forward(self, *args):
+        return self.fn(self.inner, *args)
+
+
+def _stack(models_or_params, frozen):
+    """Stacked trainable leaves, stacked constants (frozen parameters, buffers), the module template (or None)."""
+    frozen = _frozen_set(frozen)
+    if isinstance(models_or_params, (list, tuple)):
+        models = list(models_or_params)
+        if not models or not all(isinstance(m, torch.nn.Module) for m in models):
+            raise ValueError("models_or_params must be a non-empty list of nn.Modules or a dict of stacked tensors")
+        shapes = [[(n, tuple(p.shape)) for n, p in m.state_dict().items()] for m in models]
+        if any(type(m) is not type(models[0]) or s != shapes[0] for m, s in zip(models, shapes)):
+            raise ValueError("models_or_params: the K modules must be copies of one architecture (same type, "
+                             "parameter names and shapes)")
+        trainable = {n for n, _ in _named_leaves(models[0], frozen)}
+        params, buffers = stack_module_state(models)
+        params = {n: v.detach().clone() for n, v in params.items()}
+        buffers = {n: v.detach().clone() for n, v in buffers.items()}
+        base = copy.deepcopy(models[0]).to("meta")
+        return params, buffers, trainable, base, len(models)
+    if isinstance(models_or_params, dict) and models_or_params and all(
+            isinstance(v, torch.Tensor) and v.ndim >= 1 for v in models_or_params.values()):
+        K = {v.shape[0] for v in models_or_params.values()}
+        if len(K) != 1:
+            raise ValueError(f"models_or_params: every stacked tensor needs the same leading axis K, got {sorted(K)}")
+        trainable = {n for n, _ in _named_leaves(models_or_params, frozen)}
+        return dict(models_or_params), {}, trainable, None, K.pop()
+    raise ValueError("models_or_params must be a non-empty list of nn.Modules or a dict of stacked tensors (K, ...)")
+
+
+def train_stacked(
+    models_or_params,
+    loss_fn: Callable,
+    *,
+    lr: float,
+    steps: int,
+    optimizer: str = "gd",
+    batch_fn: Callable | None = None,
+    shared_batch: bool = False,
+    schedule: Callable[[int], float] | None = None,
+    record: Callable | None = None,
+    record_every: int = 1,
+    divergence_bound: float = 1e8,
+    divergence_factor: float | None = 1e6,
+    progress: bool | None = None,
+    callbacks=(),
+    generator: torch.Generator | None = None,
+    adam_betas=(0.9, 0.999),
+    weight_decay: float = 0.0,
+    momentum: float = 0.0,
+    nesterov: bool = False,
+    clip_norm: float | None = None,
+    frozen=(),
+) -> StackedResult:
+    """Train K independent copies of one small model at once: :func:`train` vectorised over a model axis.
+
+    The parameters are stacked along a leading axis K (``torch.func.stack_module_state``), the per-model loss is
+    ``torch.func.vmap``-ed over K (``functional_call`` for modules) and the sum of the K losses is
+    back-propagated once. The models never interact, so the gradient is block-diagonal; SGD-momentum, Adam and
+    AdamW act elementwise, so one optimiser over the stacked tensors gives model k exactly the trajectory that
+    :func:`train` gives it on its own (up to round-off). Clipping (``clip_norm``) and divergence act per model: a
+    model that diverges (the tests of :func:`train`, on its own loss and parameter norm) is frozen at the state
+    where it was detected (what :func:`train` would return), flagged, and the others go on.
+
+    Args:
+        models_or_params: a list of K ``nn.Module`` copies of one architecture (trained in place: the trained
+            parameters are copied back at the end), or a dict name -> (K, ...) tensor (updated in place).
+        loss_fn: the per-model loss, as for :func:`train`: ``loss_fn(model, batch) -> scalar`` where ``model``
+            is the module with model k's parameters swapped in (or model k's dict of tensors), ``batch`` model
+            k's slice of the batch; ``loss_fn(model)`` without ``batch_fn``. It runs under ``vmap``: no
+            ``.item()``/``float()``, no data-dependent Python control flow, no in-place buffer updates.
+        batch_fn: ``batch_fn(step, generator) -> batch``, every tensor of the batch with a leading axis K (model
+            k trains on slice k), or without it when ``shared_batch=True`` (every model sees the same batch).
+        record: ``record(model, step) -> dict[str, tensor]``, per model like ``loss_fn`` (vmapped, so it must
+            return tensors); history entries get shape (T, K, ...).
+        callbacks: ``cb(params, step, losses)`` after every update, with the stacked dict and the (K,) losses.
+        lr, steps, optimizer, schedule, record_every, divergence_bound, divergence_factor, progress, generator,
+            adam_betas, weight_decay, momentum, nesterov, clip_norm, frozen: as for :func:`train` (``clip_norm``
+            clips each model's own gradient norm).
+    """
+    check_int("steps", steps, minimum=0)
+    recorded = _optim.record_test(record_every)
+    _optim.check_options(lr=lr, optimizer=optimizer, momentum=momentum, nesterov=nesterov, weight_decay=weight_decay,
+                         adam_betas=adam_betas, clip_norm=clip_norm, divergence_bound=divergence_bound,
+                         divergence_factor=divergence_factor, batch_fn=batch_fn)
+    if not callable(loss_fn) or (record is not None and not callable(record)):
+        raise ValueError("loss_fn (and record, if given) must be callable")
+    params, buffers, trainable, base, K = _stack(models_or_params, frozen)
+    names = [n for n in params if n in trainable]
+    leaves = [params[n].requires_grad_(True) for n in names]
+    schedule = schedule or constant()
+    generator = generator if generator is not None else torch.Generator().manual_seed(0)
+    opt = _optim.make_optimizer(leaves, optimizer=optimizer, lr=lr, momentum=momentum, nesterov=nesterov,
+                                weight_decay=weight_decay, adam_betas=adam_betas)
+    prefix = "" if base is None else "inner."
+
+    def per_model(fn, *extra):
+        """vmap over K of ``fn(model_k, *args_k, *extra)``."""
+        if base is None:
+            one = lambda p, *args: fn(p, *args, *extra)
+        else:
+            bound = _Bound(base, lambda m, *args: fn(m, *args, *extra))
+            one = lambda p, *args: functional_call(bound, p, args)
+        return one
+
+    state = lambda: {prefix + n: v for n, v in {**params, **buffers}.items()}
+    loss_one = per_model(loss_fn)
+
+    def evaluate(step):
+        if batch_fn is None:
+            losses = torch.vmap(loss_one)(state())
+        else:
+            batch = batch_fn(step, generator)
+            losses = torch.vmap(loss_one, in_dims=(0, None if shared_batch else 0))(state(), batch)
+        if tuple(losses.shape) != (K,):
+            raise ValueError(f"loss_fn must return a scalar per model, got shape {tuple(losses.shape)[1:]}")
+        return losses
+
+    history: dict[str, list] = {"step": [], "loss": [], "lr": []}
+    div = torch.zeros(K, dtype=torch.bool)
+    div_step = np.full(K, -1)
+    anchor: dict = {}
+
+    def mask_dead(values, step):
+        """NaN for the models that diverged before ``step`` (floating values with a leading K axis)."""
+        values = torch.as_tensor(values).detach().clone()
+        dead = torch.as_tensor((div_step >= 0) & (div_step < step))
+        if values.is_floating_point() and values.ndim >= 1 and values.shape[0] == K and dead.any():
+            values[dead] = float("nan")
+        return values.numpy()
+
+    def log(step, losses, lr_t):
+        history["step"].append(step)
+        history["loss"].append(mask_dead(losses, step))
+        history["lr"].append(lr_t)
+        if record is not None:
+            with torch.no_grad():
+                stats = torch.vmap(per_model(record, step))(state())
+            for k, v in stats.items():
+                history.setdefault(k, []).append(mask_dead(v, step))
+
+    loss0 = None
+    for step in _iterate(steps, progress):
+        lr_t = _optim.lr_at(lr, schedule, step)
+        losses = evaluate(step)
+        lv = losses.detach()
+        loss0 = lv.clone() if loss0 is None else loss0
+        bad = ~torch.isfinite(lv) | (_optim.norm_per_model(leaves) > divergence_bound)
+        new = (bad | _optim.loss_blew_up(lv, loss0, divergence_factor)) & ~div
+        if new.any():
+            div |= new
+            div_step[new.numpy()] = step
+            with torch.no_grad():
+                for n, p in zip(names, leaves):
+                    keep = new.view(-1, *([1] * (p.ndim - 1)))
+                    anchor[n] = torch.where(keep, p, anchor[n]) if n in anchor else p.detach().clone()
+        if recorded(step) or step == steps or new.any():
+            log(step, lv, lr_t)
+        if step == steps or div.all():
+            break
+        live = torch.where(div, torch.zeros_like(losses), losses)
+        grads = torch.autograd.grad(live.sum(), leaves)
+        if div.any():
+            grads = [torch.where(div.view(-1, *([1] * (g.ndim - 1))), torch.zeros_like(g), g) for g in grads]
+        if clip_norm is not None:
+            grads = _optim.clip_per_model(grads, clip_norm)
+        _optim.apply_update(opt, leaves, grads, lr_t)
+        if div.any():
+            with torch.no_grad():
+                for n, p in zip(names, leaves):
+                    p.copy_(torch.where(div.view(-1, *([1] * (p.ndim - 1))), anchor[n], p))
+        for cb in callbacks:
+            cb(params, step, lv)
+    if base is not None:
+        with torch.no_grad():
+            for k, m in enumerate(models_or_params):
+                for n, p in m.named_parameters():
+                    if n in trainable:
+                        p.copy_(params[n][k])
+    out = {k: np.stack(v) if k not in ("step", "lr") else np.asarray(v) for k, v in history.items()}
+    params = {n: v.detach() for n, v in params.items()}
+    return StackedResult(params=params, buffers=buffers, history=out, diverged=div.numpy().copy(),
+                         diverged_step=div_step)

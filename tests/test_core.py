@@ -1,4 +1,4 @@
-"""Unit tests of the generic lib modules: config, claims, train, curvature, dynamics, sweep, widgets."""
+"""Unit tests of the generic lib modules: config, curvature, dynamics, sweep, widgets (train: test_train.py)."""
 
 import os
 
@@ -8,7 +8,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lib import config, curvature, maps, sweep, train, widgets
+from lib import config, curvature, maps, sweep, widgets
 
 torch.set_default_dtype(torch.float64)
 
@@ -48,41 +48,6 @@ def test_seed_everything_repeats():
 def test_checks_name_the_argument(fn, args, name):
     with pytest.raises(ValueError, match=name):
         fn(*args)
-
-
-# ------------------------------------------------------------------------------------------------ train
-def test_gd_on_quadratic_matches_closed_form():
-    w = torch.tensor([2.0, -1.0])
-    res = train.train(w, lambda p: 0.5 * (p**2).sum(), lr=0.1, steps=10, record_every=5)
-    assert np.allclose(res.params.detach().numpy(), np.array([2.0, -1.0]) * 0.9**10)
-    assert list(res.history["step"]) == [0, 5, 10] and not res.diverged
-
-
-def test_divergence_is_recorded_not_raised():
-    res = train.train(torch.tensor([1.0]), lambda p: (p**2).sum(), lr=1.5, steps=1000, divergence_bound=1e6)
-    assert res.diverged and res.diverged_step < 1000
-
-
-def test_schedule_and_module_and_sgd():
-    model = torch.nn.Linear(3, 1)
-    X, y = torch.randn(64, 3), torch.randn(64, 1)
-
-    def batch_fn(step, g):
-        idx = torch.randint(0, 64, (16,), generator=g)
-        return X[idx], y[idx]
-
-    res = train.train(model, lambda m, b: ((m(b[0]) - b[1]) ** 2).mean(), lr=0.05, steps=20, optimizer="sgd",
-                      batch_fn=batch_fn, schedule=train.step_decay(10, 0.1))
-    assert res.history["lr"][0] == pytest.approx(0.05) and res.history["lr"][-1] == pytest.approx(0.005)
-    assert train.piecewise([5], [1.0, 0.5])(7) == 0.5
-
-
-@pytest.mark.parametrize("kw,name", [({"lr": -1.0}, "lr"), ({"steps": -2}, "steps"),
-                                     ({"optimizer": "lbfgs"}, "optimizer"), ({"optimizer": "sgd"}, "batch_fn")])
-def test_train_rejects_bad_arguments(kw, name):
-    args = {"lr": 0.1, "steps": 1, **kw}
-    with pytest.raises(ValueError, match=name):
-        train.train(torch.zeros(2), lambda p: (p**2).sum(), **args)
 
 
 # ------------------------------------------------------------------------------------------------ curvature
