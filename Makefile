@@ -3,6 +3,7 @@
 #   make test   same set-up, then ruff, the unit tests, a clean quick-mode build with warnings as errors,
 #               and the checks that read that build (claims, widgets, timings, determinism)
 #   make notebooks   write .ipynb twins of the chapters (generated, never committed)
+#   make lint        ruff on lib, tests, scripts, benchmarks and on the chapters' code (make format-chapters fixes)
 
 PYTHON ?= python3
 VENV   := .venv
@@ -11,7 +12,7 @@ JB     := $(VENV)/bin/jupyter-book
 STAMP  := $(VENV)/.installed
 export PYTHONHASHSEED := 0
 
-.PHONY: book test notebooks lint unit clean setup benchmark
+.PHONY: book test notebooks lint format-chapters unit clean setup benchmark
 
 setup: $(STAMP)
 
@@ -28,6 +29,10 @@ book: $(STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check lib tests scripts benchmarks book/_ext
+	$(PY) scripts/lint_chapters.py
+
+format-chapters: $(STAMP)
+	$(PY) scripts/lint_chapters.py --fix
 
 unit: $(STAMP)
 	$(VENV)/bin/pytest -q

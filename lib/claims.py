@@ -260,7 +260,7 @@ class ClaimsTable:
         self.claims = claims
 
     def _repr_html_(self) -> str:
-        return table_html(self.claims)
+        return table_html(self.claims, anchors=True)
 
     def __repr__(self) -> str:
         lines = [f"[{c.status}] ({c.kind}) {c.source}: {c.statement} | expected {c.expected} | measured {c.measured}"

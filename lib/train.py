@@ -371,9 +371,10 @@ def train_stacked(
         record: ``record(model, step) -> dict[str, tensor]``, per model like ``loss_fn`` (vmapped, so it must
             return tensors); history entries get shape (T, K, ...).
         callbacks: ``cb(params, step, losses)`` after every update, with the stacked dict and the (K,) losses.
-        lr, steps, optimizer, schedule, record_every, divergence_bound, divergence_factor, progress, generator,
-            adam_betas, weight_decay, momentum, nesterov, clip_norm, frozen: as for :func:`train` (``clip_norm``
-            clips each model's own gradient norm).
+        others: ``lr``, ``steps``, ``optimizer``, ``schedule``, ``record_every``, ``divergence_bound``,
+            ``divergence_factor``, ``progress``, ``generator``, ``adam_betas``, ``weight_decay``, ``momentum``,
+            ``nesterov``, ``clip_norm``, ``frozen``: as for :func:`train` (``clip_norm`` clips each model's own
+            gradient norm).
     """
     check_int("steps", steps, minimum=0)
     recorded = _optim.record_test(record_every)

@@ -1,4 +1,4 @@
-"""Unit tests of the generic lib modules: config, curvature, dynamics, sweep, widgets (train: test_train.py)."""
+"""Unit tests of the generic lib modules: config, curvature, maps, sweep, widgets (train: test_train.py)."""
 
 import os
 
@@ -105,7 +105,7 @@ def test_flatten_module_hessian_matches_manual():
     assert torch.allclose(H, 2 * X.T @ X / 10, atol=1e-10)
 
 
-# ------------------------------------------------------------------------------------------------ dynamics
+# ------------------------------------------------------------------------------------------------ maps
 def test_period_detection_on_logistic_quartic_map():
     eta = np.array([0.5, 1.05, 1.25, 3.0])
     F = lambda x: x + eta * (1 - x**2) * x  # GD on (x^2-1)^2/4

@@ -5,7 +5,10 @@
   ``_build/claims/<docname>.json``. A document that is read again has its old file removed first, so the
   claims always belong to the build they are part of.
 * Report: the directive ``eld-claims-report`` is replaced, once every document has been read and executed,
-  by the table of all claims grouped by work, with a summary.
+  by the reproduction report: the claims of the papers counted per work (the book's own results and the
+  illustrations apart), every claim that did not fully reproduce and every known deviation linked to its row, a
+  coverage table per work from its manifest ``book/coverage/<work>.yml``, and every chapter's table. The whole
+  ledger is written next to the pages as ``claims.json`` and ``claims.csv``.
 * Timing: at the end of the build the execution time of every notebook is printed and written to
   ``_build/timings.json``.
 """
@@ -95,43 +98,137 @@ def load_claims(claims_dir: Path, docnames=None) -> list[dict]:
     return out
 
 
+STATUS_ORDER = ("reproduced", "partly reproduced", "not reproduced", "checked in full mode")
+KIND_LABEL = {"paper": "claims of the papers", "book": "the book's own results", "illustration": "illustrations"}
+
+
+def _counts_html(items, badge) -> str:
+    counts = Counter(c["status"] for c in items)
+    return ", ".join(f"{badge(s)} {counts[s]}" for s in STATUS_ORDER if counts.get(s) or s != STATUS_ORDER[-1])
+
+
+def _export(app, claims: list[dict]) -> None:
+    """Write the whole ledger next to the HTML pages as claims.json and claims.csv."""
+    import csv
+    import io
+
+    fields = ["work", "kind", "chapter", "docname", "source", "statement", "expected", "measured", "tolerance",
+              "status", "expect", "deviation", "note", "mode"]
+    out = Path(app.outdir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "claims.json").write_text(json.dumps([{k: c.get(k, "") for k in fields} for c in claims], indent=1))
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=fields, extrasaction="ignore")
+    writer.writeheader()
+    writer.writerows(claims)
+    (out / "claims.csv").write_text(buf.getvalue())
+
+
+def _manifests(app) -> dict:
+    from lib.claims import load_manifest
+
+    out = {}
+    for path in sorted((Path(app.srcdir) / "book" / "coverage").glob("*.yml")):
+        manifest = load_manifest(path)
+        out[manifest["work"]] = manifest
+    return out
+
+
 def _report_html(app, fromdocname: str) -> str:
+    import html
     import sys
 
     sys.path.insert(0, str(Path(app.srcdir)))
-    from lib.claims import WORKS, badge, table_html
+    from lib.claims import WORKS, badge, coverage, table_html
 
+    e = html.escape
     claims = load_claims(_claims_dir(app), set(app.env.found_docs))
     if not claims:
         return "<p><em>No claims were recorded in this build.</em></p>"
-    counts = Counter(c["status"] for c in claims)
-    unexpected = [c for c in claims if c["status"] != c["expect"]]
-    mode = sorted({c.get("mode", "full") for c in claims})
-    parts = [
-        f"<p>This build ({', '.join(mode)} mode) checked <strong>{len(claims)}</strong> claims: "
-        + ", ".join(f"{badge(s)} {counts.get(s, 0)}" for s in ("reproduced", "partly reproduced", "not reproduced"))
-        + f". Claims whose status differs from what their chapter expects: <strong>{len(unexpected)}</strong>.</p>"
-    ]
-    by_work = defaultdict(list)
     for c in claims:
-        by_work[c["work"]].append(c)
-    for work in [w for w in WORKS if w in by_work] + sorted(set(by_work) - set(WORKS)):
-        items = by_work[work]
-        wc = Counter(c["status"] for c in items)
-        parts.append(f"<h2>{WORKS.get(work, work)}</h2>")
-        parts.append(
-            "<p>" + ", ".join(f"{s}: {wc.get(s, 0)}" for s in ("reproduced", "partly reproduced", "not reproduced"))
-            + "</p>"
-        )
+        c.setdefault("kind", "paper")
+        c.setdefault("deviation", "")
+    _export(app, claims)
+    root = "../" * fromdocname.count("/")
+    uri = {d: app.builder.get_relative_uri(fromdocname, d) for d in {c["docname"] for c in claims}}
+    index = {}
+    for c in claims:  # the row anchors of table_html(..., anchors=True): claim-<chapter>-<position in chapter>
+        index.setdefault(c["docname"], []).append(c)
+    anchor = {id(c): f"claim-{c['chapter']}-{i}" for cs in index.values() for i, c in enumerate(cs)}
+    mode = sorted({c.get("mode", "full") for c in claims})
+    paper = [c for c in claims if c["kind"] == "paper"]
+    unexpected = [c for c in claims if c["status"] not in (c["expect"], "checked in full mode")]
+    works = [w for w in WORKS if any(c["work"] == w for c in claims)]
+    works += sorted({c["work"] for c in claims} - set(works))
+    parts = [
+        f"<p>This build ({', '.join(mode)} mode) checked <strong>{len(paper)}</strong> claims made by the papers: "
+        + _counts_html(paper, badge) + ". Besides these it recorded "
+        + ", ".join(f"{sum(c['kind'] == k for c in claims)} {KIND_LABEL[k]}" for k in ("book", "illustration"))
+        + f". Claims whose status differs from what their chapter expects: <strong>{len(unexpected)}</strong>. "
+        f'The whole ledger: <a href="{root}claims.json" download>claims.json</a>, '
+        f'<a href="{root}claims.csv" download>claims.csv</a>.</p>',
+        '<table class="eld-claims"><thead><tr><th>work</th><th>claims of the paper</th><th>book results</th>'
+        "<th>illustrations</th></tr></thead><tbody>",
+    ]
+    for w in works:
+        row = [c for c in claims if c["work"] == w]
+        cells = [_counts_html([c for c in row if c["kind"] == k], badge) for k in ("paper", "book", "illustration")]
+        parts.append(f"<tr><td>{e(WORKS.get(w, w))}</td>" + "".join(f"<td>{x}</td>" for x in cells) + "</tr>")
+    parts.append("</tbody></table>")
+    # what did not fully reproduce, and every known deviation, each linked to its row
+    short = [c for c in claims if c["status"] in STATUS_ORDER[1:3] or c.get("deviation")]
+    parts.append('<h2 id="known-deviations">Not fully reproduced, and known deviations</h2>')
+    if short:
+        parts.append('<table class="eld-claims"><thead><tr><th>status</th><th>kind, source</th><th>claim</th>'
+                     "<th>why</th></tr></thead><tbody>")
+        for c in short:
+            link = f'{uri[c["docname"]]}#{anchor[id(c)]}'
+            parts.append(f"<tr><td>{badge(c['status'])}</td><td>{e(c['kind'])}<br>"
+                         f'<a href="{link}">{e(c["source"])}</a> ({e(c.get("chapter_title") or c["chapter"])})</td>'
+                         f"<td>{e(c['statement'])}</td><td>{e(c.get('deviation') or c.get('note', ''))}</td></tr>")
+        parts.append("</tbody></table>")
+    else:
+        parts.append("<p>None.</p>")
+    manifests = _manifests(app)
+    for work in works:
+        items = [c for c in claims if c["work"] == work]
+        parts.append(f"<h2>{e(WORKS.get(work, work))}</h2>")
+        parts.append("<p>Claims of the paper: " + _counts_html([c for c in items if c["kind"] == "paper"], badge)
+                     + "</p>")
+        if work in manifests:
+            rows = coverage(manifests[work], items)
+            n_cov = sum(r["covered"] for r in rows)
+            n_gap = sum(not r["covered"] and not r["explained"] for r in rows)
+            parts.append(f"<details><summary>Coverage: {n_cov} of {len(rows)} numbered figures, tables and results "
+                         f"are checked by claims; {len(rows) - n_cov - n_gap} are explained"
+                         + (f"; <strong>{n_gap} neither</strong>" if n_gap else "") + "</summary>")
+            parts.append('<table class="eld-claims"><thead><tr><th>item</th><th>what</th><th>covered by</th>'
+                         "</tr></thead><tbody>")
+            for r in rows:
+                if r["covered"]:
+                    cov = ", ".join(f'<a href="{uri[c["docname"]]}#{anchor[id(c)]}">{e(c["source"])}</a> '
+                                    f"{badge(c['status'])}" for c in r["claims"])
+                else:
+                    cov = f"<em>not covered: {e(r['explained'])}</em>" if r["explained"] else "<strong>gap</strong>"
+                parts.append(f"<tr><td>{e(r['id'])}</td><td>{e(r['what'])}</td><td>{cov}</td></tr>")
+            parts.append("</tbody></table></details>")
         by_chapter = defaultdict(list)
         for c in items:
             by_chapter[c["docname"]].append(c)
         for docname, chapter_claims in by_chapter.items():
-            uri = app.builder.get_relative_uri(fromdocname, docname)
             title = chapter_claims[0].get("chapter_title") or docname
-            parts.append(f'<h3><a href="{uri}">{title}</a></h3>')
-            parts.append(table_html(chapter_claims))
+            parts.append(f'<h3><a href="{uri[docname]}">{e(title)}</a></h3>')
+            parts.append(_table_with_anchors(chapter_claims, anchor, table_html))
     return "\n".join(parts)
+
+
+def _table_with_anchors(chapter_claims, anchor, table_html) -> str:
+    """The chapter's claims table; each row carries the anchor the chapter page gives it."""
+    import re
+
+    html_text = table_html(chapter_claims)
+    ids = iter(anchor[id(c)] for c in chapter_claims)
+    return re.sub(r"<tr><td>", lambda m: f'<tr id="report-{next(ids)}"><td>', html_text, count=len(chapter_claims))
 
 
 def on_doctree_resolved(app, doctree, fromdocname):

@@ -6,8 +6,7 @@ Token sequences (integer ids, ``torch.int64`` of shape ``(B, T)``):
 * :func:`repeat_prefix_tokens` - a random prefix of distinct tokens followed by copies of itself (the classic
   induction-head probe of Olsson et al., 2022): from the second copy on, the next token is predictable by an
   induction head;
-* :func:`in_context_bigram_tokens` - random "trigger -> output" pairs planted in random text, the output
-of each
+* :func:`in_context_bigram_tokens` - random "trigger -> output" pairs planted in random text, the output of each
   trigger drawn afresh per sequence (Bietti et al., 2023);
 * :func:`markov_tokens` - in-context Markov chains: each sequence has its own random transition matrix
   (Edelman et al., 2024; Nichani et al., 2024).

@@ -3,15 +3,13 @@
 It follows the notation of Wang, Yu, E & Wu (2024), Sec. 3, Eqs. (1)-(3), with batch-first tensors:
 
 * inputs are token ids ``(B, T)`` (``vocab_size`` set) or continuous tokens ``(B, T, d_in)``
-(``vocab_size=None``);
+  (``vocab_size=None``);
 * an embedding ``x_s -> W_E x_s + b_E`` (plus an optional learned absolute position embedding);
 * ``n_layers`` blocks ``X <- X + SA(X)`` (or ``X <- SA(X)`` without residual) then ``X <- X + FFN(X)``
-(optional);
-* multi-head attention ``SA(Z) = W_O concat_h[ softmax(<W_Q^h z_i, W_K^h z_j> * scale + R^h_{ij}) W_V^h
-z_j ]``
+  (optional);
+* multi-head attention ``SA(Z) = W_O concat_h[ softmax(<W_Q^h z_i, W_K^h z_j> * scale + R^h_{ij}) W_V^h z_j ]``
   with the relative-position bias ``R^h_{ij} = -p_h (i - j - o)`` on allowed keys (Eq. 3: ``o = 1`` and
-  strictly
-  causal keys ``j < i`` for ``causal="strict"``; ``o = 0`` and ``j <= i`` for the usual
+  strictly causal keys ``j < i`` for ``causal="strict"``; ``o = 0`` and ``j <= i`` for the usual
   ``causal="standard"``);
 * a linear read-out ``head`` applied to every position (the paper reads the last one, ``TF_{-1}``).
 

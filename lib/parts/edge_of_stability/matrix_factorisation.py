@@ -384,7 +384,7 @@ def orbit_structure(Y, Z, C) -> dict:
     """Measures Obs 1's description of an orbit point (Y, Z) of shape (d, d) for a target C (d, d):
 
     * ``rank1``: second / first singular value of the residual ``YZ^T - C`` (0 for an exactly rank-one
-    residual);
+      residual);
     * ``align``: ``|u^T r|`` between C's top eigenvector u and the residual's top left singular vector r;
     * ``resid_eig``: ``u^T (YZ^T - C) u``, predicted ``(rho^2 - 1) sigma_1^2``;
     * ``sy``, ``sz``: sigma_max(Y), sigma_max(Z), predicted both ``rho sigma_1``.

@@ -213,8 +213,8 @@ def fit_delay_kernel(delay: int, betas, J: int = 400, J_fit: int | None = None) 
     Args:
         delay: the lag ``i >= 1``.
         betas: ``(H,)`` positive slopes (fixed).
-        J: number of lags on which the ``l1`` error is measured (the tail beyond is ``< sum|alpha|
-        e^{-beta J}``).
+        J: number of lags on which the ``l1`` error is measured (the tail beyond is
+            ``< sum|alpha| e^{-beta J}``).
         J_fit: lags used in the least squares (default ``max(4 * delay, 3 * H)``; must be ``<= J``).
 
     Returns a dict with ``alphas`` ``(H,)``, ``kernel`` ``(J,)``, ``l1`` (the ``l1(N)`` error of Lemma D.2 on
