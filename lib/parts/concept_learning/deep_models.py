@@ -33,8 +33,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from lib.config import check_int, check_positive, check_shape
-from lib.curves import hitting_time
+from lib.curves import hitting_time, peak_positions
 from lib.parts.concept_learning.data import _vec, test_point
+from lib.stats import frequency
 
 
 def entry_groups(s: int, d: int) -> dict:
@@ -242,7 +243,7 @@ def stage_sequence(run: SymmetricRun, prominence: float = 1e-3) -> dict:
     s = run.mu.size
     if s != 2:
         raise ValueError(f"stage_sequence needs s = 2 concepts, got s = {s}")
-    from lib.curves import peak_positions
+
 
     strong, weak = (0, 1) if run.a[0] > run.a[1] else (1, 0)
     t = run.time
@@ -365,3 +366,42 @@ def assumptions_satisfiable(a, W0, eta: float) -> dict:
         all_ok |= r["all"]
     any_ok["all"] = all_ok
     return any_ok
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Sec. 4.2.2 and App. E.1: reading single runs
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def illusion_fraction(run: SymmetricRun, loss, bump, prominence: float):
+    """The "illusion of generalising" (Sec. 4.2.2): among the runs with a loss bump, the fraction whose first loss
+    minimum (before the first peak) is carried by the minor entry, ``|w_12 mu_2| > |w_11 mu_1|``.
+
+    ``loss`` (B, T) is the OOD loss of the ``B`` runs of ``run`` at its recorded times, ``bump`` (B,) bool marks
+    the runs with a bump, ``prominence`` is the peak prominence used to find it. Returns a
+    :class:`lib.stats.Frequency`.
+    """
+    loss = np.asarray(loss, dtype=float)
+    bump = np.asarray(bump, dtype=bool)
+    check_shape("bump", bump, (loss.shape[0],))
+    check_positive("prominence", prominence)
+    carried = []
+    for b in np.nonzero(bump)[0]:
+        pk = peak_positions(loss[b], prominence)[0][0]
+        kmin = int(np.argmin(loss[b, : pk + 1]))
+        carried.append(abs(run.W[kmin, b, 0, 1] * run.mu[1]) > abs(run.W[kmin, b, 0, 0] * run.mu[0]))
+    return frequency(np.array(carried, dtype=bool))
+
+
+def major_after_minor(run: SymmetricRun, b: int) -> bool:
+    """App. E.1 on run ``b``: for each pair of consecutive concepts (stronger ``p``, next ``q``, by the rates
+    ``a``), the minor entry ``w_pq`` peaks before the major ``w_qq`` first reaches 1/2."""
+    check_int("b", b, minimum=0, maximum=run.W.shape[1] - 1)
+    order = np.argsort(-run.a[: run.mu.size])
+    t = run.time
+    ok = []
+    for p, q in zip(order[:-1], order[1:]):
+        t_peak = t[np.argmax(np.abs(run.W[:, b, p, q]))]
+        t_rise = hitting_time(t, run.W[:, b, q, q], 0.5, direction="up", interpolate=False, never=np.inf)
+        ok.append(t_peak < t_rise)
+    return all(ok)

@@ -157,7 +157,8 @@ def cross_section(loss, theta: torch.Tensor, eta: float, *, eig_method: str = "l
                   min_sharpness: float = 0.0) -> dict:
     """Statistics of one GD iterate ``theta`` (n,) used in Figs 9-11:
 
-    ``sharpness`` (top Hessian eigenvalue, lib.curvature), ``cos`` (the absolute cosine between the gradient and v1), ``c_star`` (Def 5), and
+    ``sharpness`` (top Hessian eigenvalue, lib.curvature), ``cos`` (the absolute cosine between the gradient and v1),
+    ``c_star`` (Def 5), and
     the derivatives ``f2, f3, f4`` at ``c = 0`` of ``c -> loss(theta_tilde + c g/||g||)`` through the line-
     search minimum along the unit gradient (nested forward-mode AD), with ``cond = 3 f3^2 - f2 f4``. The line
     search and the derivatives are skipped (NaN) when the sharpness is below ``min_sharpness``.

@@ -404,3 +404,62 @@ def orbit_structure(Y, Z, C) -> dict:
         sz=float(np.linalg.norm(Z, 2)),
         sigma1_sq=float(w[-1]),
     )
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Fig 6 (App. B.1): the symmetric and quasi-symmetric runs on a random 8 x 8 target
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def fig6_run(seed: int, alpha: float, steps: int, K: float = 1.02, eps: float = 1e-3, d: int = 8) -> dict:
+    """One run of Fig 6: target ``C = X_0 X_0^T`` with ``X_0`` (d, d) i.i.d. standard Gaussian (seed ``seed``; the
+    paper does not say how it drew ``X_0``), ``eta = K / sigma_1^2``, start ``(alpha X_0, X_0 / alpha)`` plus
+    ``eps`` noise (:func:`quasi_symmetric_init`), ``steps`` GD steps (:func:`mf_trajectory`).
+
+    Returns a dict with ``X0``, its SVD ``U``, ``S``, ``Vt``, ``C``, the trajectory ``tr``, ``eta``, ``alpha``,
+    ``K`` and ``eps``.
+    """
+    check_int("seed", seed, minimum=0)
+    check_positive("alpha", alpha)
+    check_int("steps", steps, minimum=1)
+    check_range("K", K, 1.0, 1.5, lo_open=True)
+    check_positive("eps", eps)
+    check_int("d", d, minimum=2)
+    X0 = np.random.default_rng(seed).standard_normal((d, d))
+    U, S, Vt = np.linalg.svd(X0)
+    C = X0 @ X0.T
+    Y, Z = quasi_symmetric_init(X0, alpha, eps, seed)
+    tr = mf_trajectory(Y[0], Z[0], C, K / S[0] ** 2, steps)
+    return dict(X0=X0, U=U, S=S, Vt=Vt, C=C, tr=tr, eta=K / S[0] ** 2, alpha=alpha, K=K, eps=eps)
+
+
+def fig6_orbit_check(run: dict) -> dict:
+    """Obs 2 on a :func:`fig6_run`: where the last two GD iterates sit along the top direction ``u`` of ``C``.
+
+    Returns ``err`` (largest relative error of ``||Y^T u||`` at the two steps against the orbit
+    ``rho sigma_1`` of :func:`rho_orbit`), ``bal`` (largest ``| ||Y^T u|| - ||Z^T u|| | / sigma_1``), ``top_move``
+    (movement of the top singular block of ``Y - alpha X_0``), ``off_eps`` (movement of the other blocks, in units
+    of ``eps``), ``eq9`` (whether Eq. (9) holds for the second singular value) and ``smax_ok`` (the top singular
+    value of ``Y`` is the one along ``u``).
+    """
+    tr, C, U, S = run["tr"], run["C"], run["U"], run["S"]
+    lo, hi = rho_orbit(run["K"])
+    Y, Z = tr["Y"], tr["Z"]
+    R = Y @ Z.T - C
+    Y2, Z2 = Y - run["eta"] * R @ Z, Z - run["eta"] * R.T @ Y
+    u = U[:, 0]
+    vy = sorted([top_direction_value(Y, u), top_direction_value(Y2, u)])
+    vz = sorted([top_direction_value(Z, u), top_direction_value(Z2, u)])
+    err = max(abs(vy[0] / S[0] - lo) / lo, abs(vy[1] / S[0] - hi) / hi)
+    D = U.T @ (Y - run["alpha"] * run["X0"]) @ run["Vt"].T
+    off = D.copy()
+    off[0, 0] = 0.0
+    k2 = run["K"] * (S[1] / S[0]) ** 2
+    return dict(
+        err=err,
+        bal=max(abs(vy[0] - vz[0]), abs(vy[1] - vz[1])) / S[0],
+        top_move=abs(D[0, 0]),
+        off_eps=np.linalg.norm(off) / run["eps"],
+        eq9=bool(eq9_holds(run["K"], k2, run["alpha"])),
+        smax_ok=bool(abs(max(np.linalg.norm(Y, 2), np.linalg.norm(Y2, 2)) - vy[1]) < 1e-9 * S[0]),
+    )

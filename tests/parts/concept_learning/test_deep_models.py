@@ -303,3 +303,22 @@ def test_running_median_removes_spikes_and_checks_arguments():
     assert np.allclose(running_median(np.stack([x, 2 * x]), 3)[1], 2 * m)
     with pytest.raises(ValueError, match="window"):
         running_median(x, window=0)
+
+
+def test_illusion_and_major_after_minor_on_fig5_runs():
+    """Sec. 4.2.2: the first loss minimum of a bump run is carried by the growing minor entry; App. E.1: the minor
+    peaks before the weak major rises."""
+    a = sim_data.second_moment((1, 2), (0.05, 0.05), 2)
+    U0 = deep_models.init_symmetric(2, 2, 0.05, 40, seed=0, positive=True)
+    run = deep_models.run_symmetric(a, (1, 2), U0, 0.01, 4000)
+    L = run.ood_loss().T
+    prom = 0.01 * L[:, 0].mean()
+    bump = curves.count_peaks(L, prom) >= 1
+    assert bump.sum() >= 5
+    freq = deep_models.illusion_fraction(run, L, bump, prom)
+    assert freq.n == bump.sum() and freq.k / freq.n > 0.5
+    assert all(deep_models.major_after_minor(run, int(b)) for b in np.nonzero(bump)[0])
+    with pytest.raises(ValueError, match="bump"):
+        deep_models.illusion_fraction(run, L, bump[:-1], prom)
+    with pytest.raises(ValueError, match="b"):
+        deep_models.major_after_minor(run, 40)

@@ -204,3 +204,15 @@ def test_relu_mlp_and_data():
     np.testing.assert_allclose(np.linalg.norm(pts, axis=1), 1.0)
     with pytest.raises(ValueError, match="m"):
         sample_sphere(0, 3)
+
+
+def test_fig6_run_reaches_the_rho_orbit_along_the_top_direction():
+    """Obs 2 / Fig 6: symmetric and quasi-symmetric starts end on the period-2 orbit rho * sigma_1 along u, with
+    balanced Y and Z, while the other singular blocks barely move."""
+    for alpha in (1.0, 0.8):
+        run = matrix_factorisation.fig6_run(1, alpha, 3000)
+        check = matrix_factorisation.fig6_orbit_check(run)
+        assert check["err"] < 1e-3 and check["bal"] < 1e-3 and check["smax_ok"]
+        assert check["top_move"] > 10 * run["eps"] and check["off_eps"] < 10
+    with pytest.raises(ValueError, match="K"):
+        matrix_factorisation.fig6_run(1, 1.0, 10, K=2.0)
