@@ -57,21 +57,6 @@ def piecewise(boundaries, values) -> Callable[[int], float]:
     return f
 
 
-def warmup_cosine(warmup: int, total: int, floor: float = 0.0) -> Callable[[int], float]:
-    """Linear warm-up over ``warmup`` steps, then cosine decay to ``floor`` at ``total``."""
-    check_int("warmup", warmup, minimum=0)
-    check_int("total", total, minimum=1)
-    check_positive("floor", floor, allow_zero=True)
-
-    def f(step: int) -> float:
-        if step < warmup:
-            return (step + 1) / warmup
-        progress = min(1.0, (step - warmup) / max(1, total - warmup))
-        return floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * progress))
-
-    return f
-
-
 # ----------------------------------------------------------------------------------------------- trainer
 @dataclass
 class TrainResult:

@@ -356,15 +356,6 @@ def second_moment(mu, sigma, d: int) -> np.ndarray:
     return a
 
 
-def test_point(mu, d: int) -> np.ndarray:
-    """The OOD test point ``x_hat = sum_p mu_p e_p`` (Sec. 2.1), shape ``(d,)``."""
-    mu = _vec("mu", mu)
-    check_int("d", d, minimum=len(mu))
-    x = np.zeros(d)
-    x[: len(mu)] = mu
-    return x
-
-
 def sim_samples(
     mu, sigma, d: int, n_per_cluster: int, *, rotate: bool = True, seed: int = 0, origin_cluster: bool = False
 ):

@@ -34,7 +34,7 @@ import numpy as np
 
 from lib.config import check_int, check_positive, check_shape
 from lib.curves import hitting_time, peak_positions
-from lib.parts.concept_learning.data import _vec, test_point
+from lib.parts.concept_learning.data import _vec, ood_point
 from lib.stats import frequency
 
 
@@ -111,7 +111,7 @@ class SymmetricRun:
 
     @property
     def x_hat(self) -> np.ndarray:
-        return test_point(self.mu, self.W.shape[-1])
+        return ood_point(self.mu, self.W.shape[-1])
 
     def output(self) -> np.ndarray:
         """``f(U_t; x_hat) = W_t x_hat``, shape ``(R, B, d)`` (Sec. 4.2.2)."""

@@ -308,22 +308,6 @@ def mf_bifurcation(K_values, *, ratio: float = 0.2, d: int = 4, steps: int = 600
     return dict(K=K, sy=res["tail_sy"] / s1, sz=res["tail_sz"] / s1, diverged=res["diverged"])
 
 
-def orbit_period(tail, *, rtol: float = 1e-6, max_period: int = 16) -> int:
-    """Smallest period p <= max_period with ``|x_{t+p} - x_t| <= rtol * max|x|`` over the whole tail (shape
-    (T,)),
-    1 for a fixed point, 0 if none (chaotic or not converged)."""
-    x = np.asarray(tail, float)
-    if x.ndim != 1 or x.size < 2 * max_period:
-        raise ValueError(f"tail must be 1-D with at least 2*max_period={2 * max_period} entries")
-    if not np.all(np.isfinite(x)):
-        return 0
-    scale = max(np.abs(x).max(), 1e-300)
-    for p in range(1, max_period + 1):
-        if np.max(np.abs(x[p:] - x[:-p])) <= rtol * scale:
-            return p
-    return 0
-
-
 def _np(a):
     return a.detach().cpu().numpy() if isinstance(a, torch.Tensor) else np.asarray(a, float)
 

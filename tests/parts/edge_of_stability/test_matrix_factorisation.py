@@ -101,15 +101,6 @@ def test_divergence_grid_small():
     np.testing.assert_array_equal(matrix_factorisation.divergence_boundary(k1, k2, F), [np.nan, 0.7])
 
 
-def test_orbit_period():
-    assert matrix_factorisation.orbit_period(np.tile([1.0, 2.0], 20)) == 2
-    assert matrix_factorisation.orbit_period(np.tile([1.0, 2.0, 3.0, 4.0], 10)) == 4
-    assert matrix_factorisation.orbit_period(np.ones(40)) == 1
-    assert matrix_factorisation.orbit_period(np.random.default_rng(0).random(40)) == 0
-    with pytest.raises(ValueError, match="tail"):
-        matrix_factorisation.orbit_period(np.ones(5))
-
-
 # ------------------------------------------------------------------------------------------------ Thm 6
 @pytest.mark.parametrize("shape", [(3, 3, 3), (4, 3, 5), (2, 4, 3)])
 def test_thm6_eigenpair_matches_autograd_hessian(shape):
