@@ -12,9 +12,8 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 
-from ..config import check_int, check_positive, check_shape
+from ..config import check_int, check_shape
 
 
 @dataclass
@@ -59,30 +58,3 @@ def concept_probs(model: ConceptCNN, x: torch.Tensor, batch: int = 1024) -> torc
         for i in range(0, len(x), batch):
             out.append(torch.softmax(model(x[i:i + batch]), dim=-1)[..., 1])
     return torch.cat(out) if out else torch.zeros(0, model.cfg.heads)
-
-
-def train_classifier(model: ConceptCNN, images: torch.Tensor, labels: torch.Tensor, *, steps: int = 500,
-                     batch_size: int = 128, lr: float = 1e-3, seed: int = 0) -> dict:
-    """Train ``model`` with AdamW on cross-entropy summed over heads; images (N,C,S,S), labels (N, heads) in {0,1}.
-
-    Returns a history dict of NumPy arrays ``step``, ``loss`` (the same convention as ``lib.train``).
-    """
-    check_int("steps", steps, minimum=1)
-    check_int("batch_size", batch_size, minimum=1)
-    check_positive("lr", lr)
-    check_shape("labels", labels, (len(images), model.cfg.heads))
-    gen = torch.Generator().manual_seed(int(seed))
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
-    hist = {"step": [], "loss": []}
-    model.train()
-    for step in range(steps):
-        idx = torch.randint(len(images), (batch_size,), generator=gen)
-        logits = model(images[idx])
-        loss = F.cross_entropy(logits.reshape(-1, 2), labels[idx].reshape(-1))
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        hist["step"].append(step)
-        hist["loss"].append(float(loss.detach()))
-    model.eval()
-    return {k: torch.tensor(v).numpy() for k, v in hist.items()}

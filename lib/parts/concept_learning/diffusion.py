@@ -13,9 +13,10 @@ Notation (Kingma et al. 2021, "variational diffusion models"; Song et al. 2021, 
   ``z_s = alpha_s x_hat + sigma_s eps_hat`` for ``s < t``.
 
 :func:`train_ensemble` trains ``K`` independent copies of one architecture at once (one per colour signal and seed)
-with ``torch.func.vmap`` over stacked parameters: the models never interact (the summed loss has a block-diagonal
-gradient, and AdamW acts elementwise), but the small convolutions run as one grouped convolution, several times
-faster on a CPU than a Python loop over models.
+with :func:`lib.train.train_stacked` (``torch.func.vmap`` over stacked parameters): the models never interact (the
+summed loss has a block-diagonal gradient, and AdamW acts elementwise). On a CPU this is about 1.5x faster than a
+loop over 12 models and no faster for 2 (measured); :class:`Ensemble` is the same stacked forward pass, used to
+sample from all K models at the checkpoints.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from torch.func import functional_call, stack_module_state
 
 from lib.config import check_int, check_positive, check_range, check_shape
 from lib.curves import hitting_time
+from lib.train import train_stacked
 
 
 @dataclass(frozen=True)
@@ -166,16 +168,14 @@ def train_ensemble(models: list[torch.nn.Module], images: torch.Tensor, cond: to
     if prompt is not None:
         check_shape("prompt", prompt, (K, cond.shape[-1]))
     schedule = schedule or VPSchedule()
-    ens = Ensemble(models)
-    opt = torch.optim.AdamW(list(ens.params.values()), lr=lr, weight_decay=weight_decay)
-    gen = torch.Generator().manual_seed(int(seed))
+    ens = Ensemble(models)  # the stacked forward pass used for sampling at the checkpoints
     N = images.shape[1]
     ar = torch.arange(K)[:, None]
-    hist = {"step": [], "loss": [], "checkpoint": [], "concepts": [], "images": []}
-    diverged = np.zeros(K, dtype=bool)
+    hist = {"checkpoint": [], "concepts": [], "images": []}
     start = time.perf_counter()
 
-    def evaluate(step):
+    def evaluate(step, params):
+        ens.params = params
         n = noise.shape[0]
         z = noise.expand(K, *noise.shape)
         c = prompt[:, None, :].expand(K, n, prompt.shape[-1])
@@ -190,38 +190,37 @@ def train_ensemble(models: list[torch.nn.Module], images: torch.Tensor, cond: to
         hist["concepts"].append(coords.numpy())
         hist["images"].append(img.reshape(K, n, *img.shape[1:])[:, :keep_images].numpy().astype(np.float16))
 
-    ck = list(checkpoints)
-    if ck and ck[0] == 0:
-        evaluate(0)
-        ck.pop(0)
-    iterator = range(1, steps + 1)
-    if progress:
-        iterator = progress(iterator)
-    for step in iterator:
+    def batch(step, gen):  # model k: a fresh minibatch of its own images, diffusion times and noise
         idx = torch.randint(N, (K, batch_size), generator=gen)
         x, c = images[ar, idx], cond[ar, idx]
         t = torch.rand(K, batch_size, generator=gen)
         eps = torch.randn(x.shape, generator=gen)
         alpha, sigma = schedule.alpha_sigma(t[..., None, None, None])
-        z = alpha * x + sigma * eps
-        losses = ((eps - ens.eps(z, t, c)) ** 2).mean(dim=(1, 2, 3, 4))
-        bad = ~torch.isfinite(losses.detach())
-        if bad.any():
-            diverged |= bad.numpy()
-            losses = torch.where(bad, torch.zeros_like(losses), losses)
-        opt.zero_grad(set_to_none=True)
-        losses.sum().backward()
-        opt.step()
-        hist["step"].append(step)
-        hist["loss"].append(losses.detach().numpy())
-        if ck and step == ck[0]:
-            evaluate(step)
-            ck.pop(0)
+        return alpha * x + sigma * eps, t, c, eps
+
+    def loss(model, b):  # Eq. of diffusion_loss, on model k's batch
+        z, t, c, eps = b
+        return ((eps - model(z, t, c)) ** 2).mean()
+
+    ck = set(checkpoints)
+    if 0 in ck:
+        evaluate(0, ens.params)
+
+    def after_update(params, step, losses):  # the update of step `step` is training step step + 1
+        if step + 1 in ck:
+            evaluate(step + 1, params)
+
+    res = train_stacked(models, loss, lr=lr, steps=steps, optimizer="adamw", weight_decay=weight_decay,
+                        batch_fn=batch, generator=torch.Generator().manual_seed(int(seed)), callbacks=[after_update],
+                        progress=bool(progress))
+    # train_stacked logs the loss of each step's batch before its update, and one more batch after the last update
     out = {k: np.asarray(v) for k, v in hist.items()}
+    out["step"] = res.history["step"][:-1] + 1
+    out["loss"] = res.history["loss"][:-1]
     out["lr"] = np.full(len(out["step"]), lr)
-    out["diverged"] = diverged
+    out["diverged"] = res.diverged
     out["seconds"] = time.perf_counter() - start
-    out["state_dicts"] = ens.state_dicts()
+    out["state_dicts"] = res.state_dicts()
     return out
 
 
@@ -242,8 +241,11 @@ def train_concept_classifier(*, image_size: int = 8, variant: str = "easy", step
     classifier reads out every signal level; ``n`` images per class and level. Returns ``(model, accuracy)``
     with the held-out accuracy per head (2,) on fresh images.
     """
-    from lib.models.cnn import CNNConfig, ConceptCNN, concept_probs, train_classifier
+    import torch.nn.functional as F
+
+    from lib.models.cnn import CNNConfig, ConceptCNN, concept_probs
     from lib.parts.concept_learning.shapes import CLASSES, circles_color_size
+    from lib.train import train
 
     deltas = np.linspace(0.05, 0.9, 18) if deltas is None else np.asarray(deltas, float)
 
@@ -259,7 +261,18 @@ def train_concept_classifier(*, image_size: int = 8, variant: str = "easy", step
     x, lab = data(2 * seed + 1, n)
     torch.manual_seed(seed)
     model = ConceptCNN(CNNConfig(channels=(16, 16, 32)))
-    train_classifier(model, x, lab, steps=steps, seed=seed)
+
+    def batch(step, gen):  # a fresh minibatch of 128 images every step
+        idx = torch.randint(len(x), (128,), generator=gen)
+        return x[idx], lab[idx]
+
+    def loss(m, b):  # cross-entropy summed over the two heads (colour, size)
+        return F.cross_entropy(m(b[0]).reshape(-1, 2), b[1].reshape(-1))
+
+    model.train()
+    train(model, loss, lr=1e-3, steps=steps, optimizer="adamw", weight_decay=0.01, batch_fn=batch,
+          generator=torch.Generator().manual_seed(int(seed)), record_every=max(steps, 1))
+    model.eval()
     xt, lt = data(2 * seed + 2, max(n // 3, 4))
     acc = ((concept_probs(model, xt) > 0.5).long() == lt).float().mean(0).numpy()
     return model, acc
