@@ -1,60 +1,10 @@
-"""Tests of lib.flows and lib.theory.induction.dynamics (Wang et al. 2024, Sec. 5)."""
+"""Tests of chapter II.2 (Wang et al. 2024, Sec. 5): the reparametrised model, its closed-form losses and flows."""
 
 import numpy as np
 import pytest
 import torch
 
-from lib.curves import hitting_time, loglog_slope, ratio_spread
-from lib.flows import integrate_flow, log_time_grid
 from lib.parts.induction_heads import convergence, four_phases, sample_flows
-
-
-# ----------------------------------------------------------------------------------------------- lib.flows
-def test_integrate_flow_exponential_and_event():
-    res = integrate_flow(
-        lambda t, y: -y,
-        [1.0],
-        (0.0, 5.0),
-        events={"half": lambda t, y: y[0] - 0.5},
-        log_time_grid=50,
-        t_min=1e-3,
-    )
-    assert np.allclose(res.y[0], np.exp(-res.t), rtol=1e-7)
-    assert res.events["half"] == pytest.approx(np.log(2), rel=1e-8)
-    assert res.t[0] == 0 and res.t.size == 51
-
-
-def test_integrate_flow_event_never_fires_and_bad_args():
-    res = integrate_flow(lambda t, y: -y, [1.0], (0.0, 1.0), events={"neg": lambda t, y: y[0] + 1})
-    assert np.isnan(res.events["neg"])
-    with pytest.raises(ValueError, match="t_span"):
-        integrate_flow(lambda t, y: -y, [1.0], (1.0, 0.0))
-    with pytest.raises(ValueError, match="method"):
-        integrate_flow(lambda t, y: -y, [1.0], (0.0, 1.0), method="Euler")
-    with pytest.raises(ValueError, match="rhs"):
-        integrate_flow(None, [1.0], (0.0, 1.0))
-
-
-def test_hitting_time_interpolates():
-    t = np.linspace(0, 10, 11)
-    assert hitting_time(t, 10 - t, 2.5) == pytest.approx(7.5)
-    assert hitting_time(t, t, 3.5, direction="up") == pytest.approx(3.5)
-    assert np.isnan(hitting_time(t, t, 20.0, direction="up"))
-    assert hitting_time(t, t, 3.5, direction="up", after=5.0) == 5.0
-    with pytest.raises(ValueError, match="direction"):
-        hitting_time(t, t, 1.0, direction="sideways")
-
-
-def test_loglog_slope_exact_power_law():
-    x = np.geomspace(1, 100, 7)
-    slope, spread = loglog_slope(x, 3 * x**-1.5)
-    assert slope == pytest.approx(-1.5) and spread < 1e-12
-    with pytest.raises(ValueError, match="> 0"):
-        loglog_slope([1, 2], [1, -1])
-    mean, rel = ratio_spread([1.0, 2.0])
-    assert mean == 1.5 and rel == pytest.approx(1.0)
-    with pytest.raises(ValueError, match="t_min"):
-        log_time_grid(0.0, 1.0, 10, t_min=2.0)
 
 
 # ----------------------------------------------------------------------------------------------- closed forms
