@@ -62,7 +62,7 @@ class HessianOperator:
         self.n, self.dtype = theta.numel(), theta.dtype
         self.products = 0
         self.engine = engine
-        self._g = self._th = self._fwd = None
+        self._g = self._th = self._fwd = self._grad = None
         if engine in ("auto", "graph"):
             try:
                 self._build_graph()
@@ -80,6 +80,14 @@ class HessianOperator:
                 raise ValueError("loss must return a scalar tensor")
             (g,) = torch.autograd.grad(value, th, create_graph=True, allow_unused=True)
         self._th, self._g = th, g
+        self._grad = torch.zeros_like(self.theta) if g is None else g.detach()
+
+    @property
+    def gradient(self) -> torch.Tensor:
+        """``grad L(theta)`` (shape ``(n,)``): a by-product of the graph engine, one extra pass otherwise."""
+        if self._grad is None:
+            self._grad = grad(self.loss)(self.theta).detach()
+        return self._grad
 
     def _graph_product(self, v):
         if self._g is None or not self._g.requires_grad:  # gradient constant in theta: H = 0
@@ -186,6 +194,40 @@ def _lanczos(op, k, tol, maxiter, ncv, v0):
     return (torch.as_tensor(w[order].copy(), dtype=op.dtype), torch.as_tensor(U[:, order].copy(), dtype=op.dtype))
 
 
+#: largest Krylov basis of the k = 1 Lanczos before it hands over to ARPACK (memory: 2 x KRYLOV_MAX x n floats)
+KRYLOV_MAX = 40
+
+
+def _lanczos_top(op, v0, tol, max_dim=KRYLOV_MAX):
+    """Top eigenpair by Lanczos with full reorthogonalisation, tested after every product: Rayleigh-Ritz on the
+    Krylov basis, extended by the residual of the top Ritz pair (which spans the next Krylov direction) until
+    ``||H u - lam u|| <= tol |lam|``. Unlike ARPACK, which builds its whole basis (``ncv`` products) before the
+    first test, it stops at the first product that certifies the value. Returns ``(lam, u, res)`` (NumPy) or
+    ``None`` when ``max_dim`` products do not suffice."""
+    n = op.n
+    m_max = min(n, max_dim)
+    V, HV, T = np.empty((m_max, n)), np.empty((m_max, n)), np.empty((m_max, m_max))
+    w = np.asarray(v0, dtype=np.float64) / np.linalg.norm(v0)
+    m = 0
+    while True:
+        V[m] = w
+        HV[m] = op(torch.from_numpy(w)).double().numpy()
+        T[m, : m + 1] = T[: m + 1, m] = V[: m + 1] @ HV[m]
+        m += 1
+        theta, Y = np.linalg.eigh(T[:m, :m])
+        y = Y[:, -1]
+        u = y @ V[:m]
+        r = y @ HV[:m] - theta[-1] * u
+        res = float(np.linalg.norm(r))
+        if res <= tol * abs(theta[-1]) or m == n:
+            return float(theta[-1]), u, res
+        if m >= m_max:
+            return None
+        w = _orthonormalize(r, V[:m])
+        if w is None:  # invariant subspace: the Ritz pair is exact
+            return float(theta[-1]), u, res
+
+
 def top_eigenpairs(op: HessianOperator, k: int = 1, *, method: str = "lanczos", tol: float = 1e-8,
                    maxiter: int = 1000, seed: int = 0, ncv: int | None = None,
                    v0: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -208,7 +250,12 @@ def top_eigenpairs(op: HessianOperator, k: int = 1, *, method: str = "lanczos", 
     elif method == "lanczos":
         start = (v0.detach().double().numpy() if v0 is not None
                  else np.random.default_rng(seed).standard_normal(n))
-        vals, vecs = _lanczos(op, k, tol, maxiter, ncv, start)
+        top = _lanczos_top(op, start, tol) if k == 1 and ncv is None else None
+        if top is not None:
+            vals = torch.tensor([top[0]], dtype=op.dtype)
+            vecs = torch.from_numpy(top[1] / np.linalg.norm(top[1])).to(op.dtype)[:, None]
+        else:
+            vals, vecs = _lanczos(op, k, tol, maxiter, ncv, start)
     else:
         vals, vecs = _power(op, n, k, tol, maxiter, np.random.default_rng(seed), op.dtype)
     return vals, _sign_fix(vecs)
@@ -229,8 +276,11 @@ def hessian_top_eigenpairs(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Top-``k`` Hessian eigenvalues (descending, shape ``(k,)``) and eigenvectors (columns, shape ``(n, k)``).
 
-    ``"lanczos"`` runs ``scipy.sparse.linalg.eigsh(which="LA", tol=tol, ncv=ncv)`` on Hessian-vector products
-    (``ncv`` defaults to :func:`default_ncv`; ``v0``, default a seeded Gaussian vector, is the start vector),
+    ``"lanczos"`` runs Lanczos on Hessian-vector products from ``v0`` (default a seeded Gaussian vector) until
+    the residuals certify the values, ``||H u - lam u|| <= tol |lam|``: for ``k = 1`` (and no ``ncv``) a
+    Lanczos with full reorthogonalisation that tests after every product (at most ``KRYLOV_MAX`` of them), otherwise
+    (or if that does not converge) ``scipy.sparse.linalg.eigsh(which="LA", tol=tol, ncv=ncv)`` (``ncv`` defaults
+    to :func:`default_ncv`);
     ``"power"`` deflated power iteration (finds the largest-magnitude eigenvalues, which are the top ones near a
     minimum), ``"dense"`` builds the Hessian and calls ``torch.linalg.eigh``. ``engine`` picks the product (see
     :class:`HessianOperator`). Eigenvectors have unit norm; their sign is fixed so that the largest-magnitude
@@ -250,13 +300,16 @@ def hessian_top_eigenpairs(
 
 
 def _orthonormalize(w, V):
-    """``w`` made orthogonal to the orthonormal columns of ``V`` (two Gram-Schmidt passes) and normalised;
-    ``None`` if nothing is left."""
-    norm0 = w.norm()
+    """``w`` (NumPy, shape ``(n,)``) made orthogonal to the orthonormal rows of ``V`` (Gram-Schmidt, repeated
+    once when it cancels much) and normalised; ``None`` if nothing is left."""
+    norm0 = np.linalg.norm(w)
+    nrm = norm0
     for _ in range(2):
-        if V.shape[1]:
-            w = w - V @ (V.T @ w)
-    nrm = w.norm()
+        if len(V):
+            w = w - (V @ w) @ V
+        prev, nrm = nrm, np.linalg.norm(w)
+        if nrm > 0.5 * prev:
+            break
     if nrm <= 1e-10 * norm0 or nrm == 0:
         return None
     return w / nrm
@@ -266,38 +319,41 @@ class SharpnessTracker:
     """The top Hessian eigenvalue along a training run, warm-started and certified by its residual.
 
     ``tracker(loss, theta)`` returns the top eigenvalue at ``theta``. After the first call it starts from the
-    previous top two eigenvectors ``v1, v2`` and runs Rayleigh-Ritz on ``span(v1, v2)``, expanding the basis by
-    the residual of the top Ritz pair ``(lam, u)`` (a Lanczos/Davidson iteration, one Hessian-vector product per
-    expansion), until the residual certifies the value::
+    previous top eigenvector ``v1`` (and the previous second one ``v2`` while the second eigenvalue is within a
+    factor ``watch`` of the top) and runs Rayleigh-Ritz on their span, expanding the basis by the residual of the
+    top Ritz pair ``(lam, u)`` (a Lanczos/Davidson iteration, one Hessian-vector product per expansion) until
+    the residual certifies the value::
 
         ||H u - lam u|| <= tol * |lam|
 
-    and the second Ritz pair ``(lam2, u2)`` has a residual below ``(1 - gap) |lam| / 2`` (expanding by its
-    residual otherwise), enough to place an eigenvalue near ``lam2`` and to keep ``u2`` on the second
-    eigenvector from call to call. The certificate bounds the eigenvalue error by ``tol^2 lam^2 / gap`` (``gap`` to the next eigenvalue). It falls back to
-    Lanczos (``eigsh``, ``k = 2``, from a random start) at the first call, when ``max_iter`` expansions do not
-    certify the value, when the second comes close (``lam - lam2 - res2 <= (1 - gap) |lam|``; the tracker
-    then stays on Lanczos until the top two separate again), and every ``refresh_every`` calls (0: never). The
-    second vector is what lets the tracker see a second eigenvalue approach and cross the first; an eigenvalue
-    rising from further down the spectrum within one call is only seen by the Lanczos fallbacks and refreshes.
+    which bounds the eigenvalue error by ``tol^2 lam^2 / gap`` (``gap`` to the next eigenvalue). While ``v2`` is
+    watched, the second Ritz pair ``(lam2, u2)`` must also reach a residual ``res2 <= (1 - gap) |lam| / 2``
+    (enough to place an eigenvalue near ``lam2``, and to keep ``u2`` on the second eigenvector from call to
+    call). It falls back to Lanczos (``eigsh``, ``k = 2``, from a random start) at the first call, when
+    ``max_iter`` expansions do not certify the value, when the second eigenvalue comes close
+    (``lam - lam2 - res2 <= (1 - gap) |lam|``; the tracker then stays on Lanczos until the top two separate
+    again), and every ``refresh_every`` calls (0: never). The watched second vector is what lets the tracker see
+    a second eigenvalue approach and cross the first; an eigenvalue rising from further down the spectrum, or
+    from below ``watch`` times the top, within one call is only seen by the fallbacks and refreshes.
 
     After each call: ``value``, ``vector`` (unit norm, shape ``(n,)``), ``second`` (the second Ritz value),
     ``residual`` (``||H u - lam u||``), ``method`` (``"warm"`` or ``"lanczos"``), ``products`` (Hessian-vector
-    products of that call); ``total_products``, ``calls`` and ``fallbacks`` accumulate, and ``history`` keeps one
-    dict per call.
+    products of that call) and ``gradient`` (the loss gradient at ``theta``, a by-product); ``total_products``,
+    ``calls`` and ``fallbacks`` accumulate, and ``history`` keeps one dict per call.
     """
 
-    def __init__(self, *, tol: float = 1e-6, gap: float = 0.9, max_iter: int = 12, refresh_every: int = 0,
-                 lanczos_tol: float | None = None, engine: str = "auto", seed: int = 0):
+    def __init__(self, *, tol: float = 1e-6, gap: float = 0.9, watch: float = 0.5, max_iter: int = 12,
+                 refresh_every: int = 0, lanczos_tol: float | None = None, engine: str = "auto", seed: int = 0):
         check_range("tol", tol, 0.0, 1.0, lo_open=True, hi_open=True)
         check_range("gap", gap, 0.0, 1.0, lo_open=True, hi_open=True)
+        check_range("watch", watch, 0.0, gap, hi_open=True)
         check_int("max_iter", max_iter, minimum=1)
         check_int("refresh_every", refresh_every, minimum=0)
         if lanczos_tol is not None:
             check_range("lanczos_tol", lanczos_tol, 0.0, 1.0, lo_open=True, hi_open=True)
         check_in("engine", engine, ENGINES)
-        self.tol, self.gap, self.max_iter, self.refresh_every = tol, gap, max_iter, refresh_every
-        self.lanczos_tol = tol * 1e-2 if lanczos_tol is None else lanczos_tol
+        self.tol, self.gap, self.watch, self.max_iter, self.refresh_every = tol, gap, watch, max_iter, refresh_every
+        self.lanczos_tol = tol * 0.1 if lanczos_tol is None else lanczos_tol
         self.engine, self.seed = engine, seed
         self.reset()
 
@@ -306,9 +362,18 @@ class SharpnessTracker:
         self.value = self.second = self.residual = float("nan")
         self.vector = self._v2 = None
         self.method, self.products = "", 0
+        self._op = None
         self.total_products = self.calls = self.fallbacks = 0
         self._close = False
         self.history: list[dict] = []
+
+    @property
+    def gradient(self) -> torch.Tensor:
+        """The loss gradient at the last ``theta`` (free with the default engine): a GD loop can step with it
+        instead of paying for another forward and backward pass."""
+        if self._op is None:
+            raise ValueError("gradient is available after the first call")
+        return self._op.gradient
 
     def _certified(self, lam, res):
         return res <= self.tol * abs(lam)
@@ -317,30 +382,52 @@ class SharpnessTracker:
         return lam - lam2 <= (1.0 - self.gap) * abs(lam)
 
     def _warm(self, op):
-        V = torch.stack([self.vector, self._v2], dim=1)
-        V, _ = torch.linalg.qr(V)
-        HV = torch.stack([op(V[:, 0]), op(V[:, 1])], dim=1)
+        # NumPy on a preallocated basis (rows): for small models the bookkeeping costs as much as a product
+        m_max = min(op.n, self.max_iter + 2)
+        V, HV = np.empty((m_max, op.n)), np.empty((m_max, op.n))
+        m = 0
+
+        def add(w):
+            nonlocal m
+            w = _orthonormalize(w, V[:m])
+            if w is None:
+                return False
+            V[m] = w
+            HV[m] = op(torch.from_numpy(w)).double().numpy()
+            m += 1
+            return True
+
+        # the second vector costs a product per call; it is watched only while the second eigenvalue is within a
+        # factor ``watch`` of the top (it could reach it within a few steps)
+        watching = self.second > self.watch * self.value
+        starts = [self.vector, self._v2] if watching else [self.vector]
+        for v in starts:
+            if not add(v.detach().double().numpy()):
+                return None
         while True:
-            T = V.T @ HV
-            theta, Y = torch.linalg.eigh(0.5 * (T + T.T))
-            lam, lam2 = float(theta[-1]), float(theta[-2])
-            u, Hu = V @ Y[:, -1], HV @ Y[:, -1]
-            u2, Hu2 = V @ Y[:, -2], HV @ Y[:, -2]
-            r, r2 = Hu - lam * u, Hu2 - lam2 * u2
-            res, res2 = float(r.norm()), float(r2.norm())
+            T = V[:m] @ HV[:m].T
+            theta, Y = np.linalg.eigh(0.5 * (T + T.T))
+            if m == 1:  # one vector: expand by its residual, or (certified already) by the old second vector
+                r = HV[0] - theta[0] * V[0]
+                w = r if not self._certified(float(theta[0]), float(np.linalg.norm(r))) else self._v2.double().numpy()
+                if not add(w):
+                    return None
+                continue
+            U = Y[:, -2:].T @ V[:m]  # second and top Ritz vectors (rows)
+            R = Y[:, -2:].T @ HV[:m] - theta[-2:, None] * U
+            res2, res = np.linalg.norm(R, axis=1)
+            lam2, lam = float(theta[-2]), float(theta[-1])
+            certified = self._certified(lam, res)
+            if not watching:
+                res2 = 0.0  # the second Ritz value is a lower bound only; no refinement asked for
             # the second pair only needs to be good enough for the gap test: an eigenvalue lies within res2 of lam2
-            slack = 0.5 * (1.0 - self.gap) * abs(lam)
-            if V.shape[1] >= op.n or (self._certified(lam, res) and res2 <= slack):
+            if m >= op.n or (certified and res2 <= 0.5 * (1.0 - self.gap) * abs(lam)):
                 if self._is_close(lam, lam2 + res2):
                     return None
-                return lam, lam2, u, u2, res
-            if V.shape[1] >= self.max_iter + 2:
+                as_t = lambda x: torch.from_numpy(x.copy()).to(op.dtype)  # noqa: E731
+                return lam, lam2, as_t(U[1]), as_t(U[0]), float(res)
+            if m >= m_max or not add(R[1] if not certified else R[0]):
                 return None
-            w = _orthonormalize(r if not self._certified(lam, res) else r2, V)
-            if w is None:
-                return None
-            V = torch.cat([V, w[:, None]], dim=1)
-            HV = torch.cat([HV, op(w)[:, None]], dim=1)
 
     def _lanczos(self, op):
         n = op.n
@@ -376,6 +463,8 @@ class SharpnessTracker:
         self.value, self.second, self.residual, self.method = lam, lam2, res, method
         self.vector, self._v2 = u / u.norm(), v2 / v2.norm()
         self.products = op.products
+        self._op = op
+        op._g = op._th = None  # free the graph; the gradient stays (``op.gradient``)
         self.total_products += op.products
         self.calls += 1
         self.history.append(dict(value=lam, second=lam2, residual=res, method=method, products=op.products,

@@ -169,7 +169,7 @@ def test_tracker_refresh_runs_lanczos_periodically():
 def test_tracker_on_tiny_problems():
     tracker = curvature.SharpnessTracker()
     for a in (1.0, 2.0):
-        assert tracker(lambda th: a * (th**2).sum(), torch.ones(1, dtype=torch.float64)) == pytest.approx(2 * a)
+        assert tracker(lambda th, a=a: a * (th**2).sum(), torch.ones(1, dtype=torch.float64)) == pytest.approx(2 * a)
     tracker = curvature.SharpnessTracker()
     for a in (1.0, 2.0):
         loss = lambda th, a=a: a * th[0] ** 2 + th[1] ** 2  # noqa: E731
