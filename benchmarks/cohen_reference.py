@@ -63,7 +63,7 @@ def full_gradient(problem):
         loss = problem.loss_sum(problem.model(X), y) / problem.n
         for t, g in zip(total, torch.autograd.grad(loss, params)):
             t += g
-        loss_value += float(loss)
+        loss_value += float(loss.detach())
     return loss_value, total
 
 

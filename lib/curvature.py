@@ -12,16 +12,16 @@ Hessian-vector products come from a :class:`HessianOperator`, which picks one of
 * ``"forward"``: forward-over-reverse, ``torch.func.jvp`` of ``torch.func.grad`` (nothing is kept between
   products).
 
-``engine="auto"`` takes the graph: measured with one torch thread (``benchmarks/bench_curvature.py``), a single
-product from a fresh graph costs 1.2 ms on the 913-parameter MLP of chapter I.4 against 8.4 ms for
-``jvp(grad)``, and a further product on the kept graph 0.5 ms; forward-over-reverse won on none of the benchmark's
-models (MLPs, teacher-student, transformer). ``"auto"`` falls back to ``"forward"`` when the loss cannot be
-differentiated twice by autograd.
+``engine="auto"`` takes the graph: measured with one torch thread (``benchmarks/bench_sharpness.py``) on the
+913-parameter MLP of chapter I.4, a single product with its graph costs 2.5-7x less than ``jvp(grad)`` and a
+further product on the kept graph about 0.5 ms against 3.5 ms; forward-over-reverse won on none of the
+benchmark's models (MLPs, teacher-student, transformer). ``"auto"`` falls back to ``"forward"`` when the loss
+cannot be differentiated twice by autograd.
 
-Eigenpairs use Lanczos (``scipy.sparse.linalg.eigsh`` on a ``LinearOperator``, with a small Krylov basis
-``ncv``), power iteration, or the dense Hessian. :class:`SharpnessTracker` follows the top eigenvalue along a
-training run: warm-started from the previous eigenvectors and certified by its residual, with Lanczos as the
-fallback.
+Eigenpairs use Lanczos (for the top one a Lanczos that tests its residual after every product, otherwise
+``scipy.sparse.linalg.eigsh`` on a ``LinearOperator`` with a small Krylov basis ``ncv``), power iteration, or the
+dense Hessian. :class:`SharpnessTracker` follows the top eigenvalue along a training run: warm-started from the
+previous eigenvectors and certified by its residual, with Lanczos as the fallback.
 """
 
 from __future__ import annotations
@@ -140,14 +140,15 @@ def hessian(loss: Callable, theta: torch.Tensor) -> torch.Tensor:
     return torch.func.hessian(loss)(theta.detach())
 
 
+#: ``default_ncv`` = ``k + NCV_EXTRA`` (at least ``2k + 1``)
+NCV_EXTRA = 7
+
+
 def default_ncv(k: int, n: int) -> int:
     """Krylov basis size for ``eigsh``: ``max(2k + 1, k + NCV_EXTRA)``, at most ``n``. ARPACK builds the whole
     basis before its first convergence test, so for ``k = 1`` scipy's default (20) costs about 21 products where
     ``NCV_EXTRA`` + 1 reach the same eigenvalue to round-off on the benchmark's models."""
     return min(n, max(2 * k + 1, k + NCV_EXTRA))
-
-
-NCV_EXTRA = 7
 
 
 def _sign_fix(vecs):
