@@ -47,6 +47,8 @@ notebooks: $(STAMP)
 
 benchmark: $(STAMP)
 	$(PY) benchmarks/bench_curvature.py
+	$(PY) benchmarks/bench_sharpness.py
+	$(PY) benchmarks/bench_train.py
 
 clean:
 	rm -rf _build .cache

@@ -1,7 +1,10 @@
-"""Benchmarks for Part I (edge of stability): curvature of the E10 MLP and batched learning-rate sweeps.
+"""Benchmarks for Part I (edge of stability): sharpness against a Cohen-style reference, curvature of the E10 MLP
+and batched learning-rate sweeps.
 
-    python benchmarks/bench_curvature.py [--repeats 3]
+    python benchmarks/bench_curvature.py [--repeats 3] [--skip-sharpness]
 
+0. Sharpness side by side with the Cohen-style reference of ``cohen_reference.py`` on four models, and at every
+   step of GD runs (``bench_sharpness.py``, which prints its own table; CPU seconds).
 1. Top Hessian eigenvalue of the depth-3 ReLU MLP of chapter 4 (digits 0/1 stand-in, ~900 parameters, after 60
    GD epochs at lr 0.4, i.e. at the edge of stability) three ways through
    ``lib.curvature.hessian_top_eigenpairs``:
@@ -135,9 +138,15 @@ def bench_mf_sweep(repeats, n=64, steps=2000, d=4):
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--skip-sharpness", action="store_true", help="leave out the side-by-side sharpness table")
     args = parser.parse_args()
     torch.set_num_threads(1)
     torch.set_default_dtype(torch.float64)
+    if not args.skip_sharpness:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import bench_sharpness
+
+        print(bench_sharpness.table(bench_sharpness.run(args.repeats), args.repeats) + "\n")
     rows, n_params = bench_eigen(args.repeats)
     rows += bench_scalar_sweep(args.repeats)
     rows += bench_mf_sweep(args.repeats)
