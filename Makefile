@@ -57,7 +57,7 @@ notebooks: $(STAMP)
 	$(VENV)/bin/jupytext --to ipynb notebooks/*/[0-9]*.md
 
 lab: $(STAMP)
-	$(VENV)/bin/jupyter lab notebooks
+	$(VENV)/bin/jupyter lab --ServerApp.root_dir=. --LabApp.default_url=/lab/tree/notebooks
 
 test-browser: $(NODE_STAMP)
 	node tests/browser/check_book.mjs --html _build/html
