@@ -1,9 +1,10 @@
 // `make pdf`: the whole book as one PDF, printed by headless Chromium from the built HTML (`_build/html`).
 //
 // Every page of the table of contents is fetched in order; their articles are joined into one document (links
-// between pages become links inside the PDF, ids are made unique per page), folded code is unfolded, the
-// widgets keep the frame they show first (sliders do not work on paper), the math is typeset by the MathJax
-// the book serves, and Chromium prints it to A4 with a bookmark outline. Nothing is fetched from the network.
+// between pages become links inside the PDF, ids are made unique per page), code folded on the web page stays
+// out (it is in the notebooks) and other folded content is unfolded, the widgets keep the frame they show first
+// (sliders do not work on paper), the math is typeset by the MathJax the book serves, and Chromium prints it to
+// A4 with a bookmark outline. Nothing is fetched from the network.
 //
 // Usage: node tests/browser/print_book.mjs [--html _build/html] [--out _build/pdf/book.pdf]
 import fs from "node:fs";
@@ -23,11 +24,15 @@ const PRINT_CSS = `
   .eld-print-cover { break-after: page; text-align: center; padding-top: 30%; }
   .eld-print-cover h1 { font-size: 2.6em; }
   .eld-static-widget label, .eld-static-widget > div:last-of-type { display: none !important; }
-  details > summary { display: none; }
   pre, .highlight pre { white-space: pre-wrap; word-break: break-word; }
   img { break-inside: avoid; }
   * { box-shadow: none !important; text-shadow: none !important; }
-  table { break-inside: auto; }
+  /* the theme prints each page's title in a header of its own and hides the article's first h1; tables it keeps
+     on one sheet, which clips long ones */
+  .bd-main .bd-content .bd-article h1:first-of-type { display: block !important; }
+  .bd-main .bd-content table { break-inside: auto !important; }
+  .bd-article table { font-size: 0.8em; }
+  .pst-scrollable-table-container, .table-wrapper, .cell_output { overflow: visible !important; }
 `;
 
 /** Runs in the page: replace its article by the articles of all `pages`, and typeset their math. */
@@ -42,7 +47,15 @@ async function assemble({ pages, base, css }) {
     for (const s of d.scripts) if (!mathjaxConfig && s.textContent.trim().startsWith("window.MathJax")) mathjaxConfig = s.textContent;
     const art = d.querySelector("article.bd-article") || d.querySelector("main");
     art.querySelectorAll("script, .headerlink, button, .copybtn").forEach((e) => e.remove());
-    art.querySelectorAll("details").forEach((e) => e.setAttribute("open", ""));
+    // code the book folds (hide-input) stays out, as on the web page; other folded content is unfolded into a
+    // plain block (Chromium does not break an open <details> across sheets)
+    art.querySelectorAll("details.above-input").forEach((e) => e.remove());
+    art.querySelectorAll("details").forEach((e) => {
+      const div = d.createElement("div");
+      div.className = e.className;
+      for (const child of [...e.childNodes]) if (child.nodeName !== "SUMMARY") div.appendChild(child);
+      e.replaceWith(div);
+    });
     const prefix = idOf(doc);
     art.querySelectorAll("[id]").forEach((e) => { e.id = `${prefix}--${e.id}`; });
     art.querySelectorAll("img[src]").forEach((e) => { e.src = new URL(e.getAttribute("src"), url).href; });
@@ -62,7 +75,7 @@ async function assemble({ pages, base, css }) {
   const article = document.querySelector("article.bd-article") || document.querySelector("main");
   article.innerHTML = cover + sections.join("\n");
   for (const sel of [".bd-sidebar-primary", ".bd-sidebar-secondary", ".bd-header-article", ".prev-next-area",
-    ".bd-footer-article", ".bd-header", "header", ".bd-footer", "footer", "#pst-back-to-top"]) {
+    ".bd-footer-article", ".bd-header", "header", ".bd-footer", "footer", "#pst-back-to-top", "#jb-print-docs-body"]) {
     document.querySelectorAll(sel).forEach((e) => e.remove());
   }
   const style = document.createElement("style");
