@@ -25,6 +25,9 @@ const PRINT_CSS = `
   .eld-print-cover h1 { font-size: 2.6em; }
   .eld-static-widget label, .eld-static-widget > div:last-of-type { display: none !important; }
   pre, .highlight pre { white-space: pre-wrap; word-break: break-word; }
+  /* long code cells break across sheets instead of leaving an empty frame behind (a scroll box cannot break) */
+  pre, div.highlight, div[class*="highlight-"], div.cell, div.cell_input, div.cell_output {
+    break-inside: auto !important; overflow: visible !important; }
   img { break-inside: avoid; }
   * { box-shadow: none !important; text-shadow: none !important; }
   /* the theme prints each page's title in a header of its own and hides the article's first h1; tables it keeps
