@@ -4,25 +4,39 @@
 #               and the checks that read that build (claims, widgets, timings, determinism)
 #   make notebooks   write .ipynb twins of the chapters (generated, never committed)
 #   make lint        ruff on lib, tests, scripts, benchmarks and on the chapters' code (make format-chapters fixes)
+#   make lab         set up .venv and start JupyterLab on the notebooks (the .md chapters open as notebooks)
+#   make test-browser   the browser test of the built book (_build/html) in headless Chromium, network blocked
+#   make pdf         the whole book as one PDF (_build/pdf/book.pdf), printed by Chromium from _build/html
 
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 JB     := $(VENV)/bin/jupyter-book
 STAMP  := $(VENV)/.installed
+# JavaScript pinned in package.json/package-lock.json: MathJax served by the book, playwright-core for the browser
+NPM    ?= npm
+NODE_STAMP := node_modules/.installed
+LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings
+CHROMIUM ?= $(or $(shell command -v chromium 2>/dev/null),/usr/bin/chromium)
+export CHROMIUM
 export PYTHONHASHSEED := 0
 
-.PHONY: book test notebooks lint format-chapters unit clean setup benchmark
+.PHONY: book test notebooks lint format-chapters unit clean setup benchmark lab test-browser pdf
 
-setup: $(STAMP)
+setup: $(STAMP) $(NODE_STAMP)
 
-$(STAMP): requirements.txt pyproject.toml
+$(STAMP): requirements.txt pyproject.toml binder/overrides.json
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	mkdir -p $(LAB_SETTINGS) && cp binder/overrides.json $(LAB_SETTINGS)/overrides.json
 	touch $(STAMP)
 
-book: $(STAMP)
+$(NODE_STAMP): package.json package-lock.json
+	$(NPM) ci --no-audit --no-fund --loglevel=error
+	touch $(NODE_STAMP)
+
+book: $(STAMP) $(NODE_STAMP)
 	$(JB) clean --all .
 	BOOK_MODE=$${BOOK_MODE:-full} $(JB) build . --keep-going
 	@echo "The book: $(CURDIR)/_build/html/index.html"
@@ -37,13 +51,25 @@ format-chapters: $(STAMP)
 unit: $(STAMP)
 	$(VENV)/bin/pytest -q
 
-test: $(STAMP) lint unit
+test: $(STAMP) $(NODE_STAMP) lint unit
 	$(JB) clean --all .
 	BOOK_MODE=quick $(JB) build . -W --keep-going
 	BOOK_MODE=quick $(VENV)/bin/pytest -q -m book
+	@if [ -x "$(CHROMIUM)" ]; then $(MAKE) --no-print-directory test-browser; \
+	else echo "Browser test skipped: no Chromium at $(CHROMIUM) (Debian: apt-get install chromium)"; fi
 
 notebooks: $(STAMP)
 	$(VENV)/bin/jupytext --to ipynb notebooks/*/[0-9]*.md
+
+lab: $(STAMP)
+	$(VENV)/bin/jupyter lab --ServerApp.root_dir=. --LabApp.default_url=/lab/tree/notebooks
+
+test-browser: $(NODE_STAMP)
+	node tests/browser/check_book.mjs --html _build/html
+
+pdf: $(NODE_STAMP)
+	test -f _build/html/index.html || $(MAKE) --no-print-directory book
+	node tests/browser/print_book.mjs --html _build/html --out _build/pdf/book.pdf
 
 benchmark: $(STAMP)
 	$(PY) benchmarks/bench_curvature.py

@@ -142,3 +142,16 @@ def test_module_is_short_and_documented(path):
     if path.parent != ROOT / "lib" and path.parent.name not in ("models", "data", "parts", "graphs") or \
             path.name != "__init__.py":
         assert rel in listed or in_part_row, f"{rel} is not described in CONTRIBUTING.md"
+
+
+def test_chapter_titles_in_the_ledger_match_the_headings():
+    """The title given to lib.chapter.setup heads the chapter's claims in the report: it is the chapter's H1."""
+    import re
+
+    for chapter in sorted((ROOT / "notebooks").glob("*/[0-9]*.md")):
+        text = chapter.read_text()
+        h1 = re.search(r"^# (.+)$", text, re.M).group(1).strip()
+        call = re.search(r"chapter\.setup\((.*?)\)\n", text, re.S).group(1)
+        strings = re.findall(r'"((?:[^"\\]|\\.)*)"', call)
+        title = "".join(strings[1:-1]) if len(strings) > 3 else strings[1]
+        assert title == h1, f"{chapter.relative_to(ROOT)}: setup title {title!r} differs from the heading {h1!r}"
