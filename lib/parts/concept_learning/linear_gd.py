@@ -182,14 +182,14 @@ def population_gd_deep_linear(
     bias = biases is not None
     bs = [b.detach().clone() for b in biases] if bias else None
     A = _as_tensor("A", A, dtype)
-    if A.shape[-2:] != (d, d) or A.ndim not in (2, 3):
+    if A.shape[-2:] != (d, d) or A.ndim not in (2, 3) or (A.ndim == 3 and A.shape[0] != K):
         raise ValueError(f"A must have shape ({d}, {d}) or (K, {d}, {d}), got {tuple(A.shape)}")
     A = A.expand(K, d, d)
     if bias:
         if m is None:
             raise ValueError("m (the mean E[x]) is required when biases are given")
         m = _as_tensor("m", m, dtype)
-        if m.shape[-1] != d or m.ndim not in (1, 2):
+        if m.shape[-1] != d or m.ndim not in (1, 2) or (m.ndim == 2 and m.shape[0] != K):
             raise ValueError(f"m must have shape ({d},) or (K, {d}), got {tuple(m.shape)}")
         m = m.expand(K, d)
         Aa = torch.zeros(K, d + 1, d + 1, dtype=dtype)
@@ -206,7 +206,7 @@ def population_gd_deep_linear(
     if x_eval is not None:
         xe = _as_tensor("x_eval", x_eval, dtype)
         xe = xe[None] if xe.ndim == 1 else xe
-        if xe.shape[-1] != d or xe.ndim not in (2, 3):
+        if xe.shape[-1] != d or xe.ndim not in (2, 3) or (xe.ndim == 3 and xe.shape[0] != K):
             raise ValueError(f"x_eval must have shape (P, {d}) or (K, P, {d}), got {tuple(xe.shape)}")
         xe = xe.expand(K, *xe.shape[-2:])
 
@@ -389,7 +389,7 @@ def sgd_mlp_batched(
     if x_eval is not None:
         xe = _as_tensor("x_eval", x_eval, dtype)
         xe = xe[None] if xe.ndim == 1 else xe
-        if xe.shape[-1] != d or xe.ndim not in (2, 3):
+        if xe.shape[-1] != d or xe.ndim not in (2, 3) or (xe.ndim == 3 and xe.shape[0] != K):
             raise ValueError(f"x_eval must have shape (P, {d}) or (K, P, {d}), got {tuple(xe.shape)}")
         params["x_eval"] = xe.expand(K, *xe.shape[-2:]).clone()  # a per-model constant, frozen below
     act = torch.relu if activation == "relu" else (lambda z: z)

@@ -217,5 +217,8 @@ def test_models_reject_bad_arguments():
         population_gd_deep_linear(init_deep_linear(2, 2, 1)[0], np.eye(2), lr=-1.0, steps=3)
     with pytest.raises(ValueError, match="A"):
         population_gd_deep_linear(init_deep_linear(2, 2, 1)[0], np.eye(3), lr=0.1, steps=3)
+    with pytest.raises(ValueError, match="x_eval"):
+        ws2 = init_deep_linear(2, 2, 1, K=2)[0]
+        population_gd_deep_linear(ws2, np.eye(2), lr=0.1, steps=1, x_eval=np.ones((3, 1, 2)))
     with pytest.raises(ValueError, match="batch_size"):
         sgd_mlp_batched(torch.zeros(1, 4, 2), weights=[torch.zeros(1, 2, 2)], lr=0.1, steps=1, batch_size=0)
