@@ -20,8 +20,11 @@ Contents
 * Eq. (4.3) / (D.2): :func:`growth_suppression_noise`, :func:`w_update_d2`;
 * Fig. 5 stage sequence: :func:`stage_sequence`; Fig. 10 plateau: :func:`plateau_stats`;
 * assumptions D.1-D.5: :func:`check_assumptions`, :func:`assumptions_satisfiable`;
-* deep linear networks on the population loss (Fig. 2(c), 3, 13, 14): :func:`deep_linear_population_gd`;
-* batched MLP SGD on samples (Fig. 7, 11, 12): :func:`sgd_mlp_batched`.
+* deep linear networks on the population loss (Fig. 2(c), 3, 13, 14) and batched MLP SGD on samples (Fig. 7, 11,
+  12) live in :mod:`lib.parts.concept_learning.linear_gd`
+  (:func:`~lib.parts.concept_learning.linear_gd.init_deep_linear`,
+  :func:`~lib.parts.concept_learning.linear_gd.population_gd_deep_linear`,
+  :func:`~lib.parts.concept_learning.linear_gd.sgd_mlp_batched`).
 """
 
 from __future__ import annotations

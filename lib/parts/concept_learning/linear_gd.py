@@ -1,5 +1,13 @@
-"""Deep linear networks and MLPs on SIM data: PyTorch-default batched initialisation, exact population GD
-(the closed-form map of the population loss, so a hand-written loop) and batched online SGD on samples.
+"""Deep linear networks and MLPs on SIM data, K models at once: PyTorch-default initialisation, exact GD on the
+population loss and online minibatch SGD on samples.
+
+* :func:`init_deep_linear`: PyTorch's default ``nn.Linear`` initialisation for K models, model ``k`` drawn from its
+  own generator (seed ``seed + k``), so a model does not depend on how many are drawn with it;
+* :func:`end_to_end`: the end-to-end affine map of a deep linear network;
+* :func:`population_gd_deep_linear`: exact GD on the population loss (Eq. 4.1 of Yang et al. 2025, with or without
+  biases). This is the closed-form map of the population loss, so it is a hand-written loop, not :mod:`lib.train`;
+* :func:`sgd_mlp_batched`: online minibatch SGD on samples for K MLPs (or one-layer linear/affine models), run by
+  :func:`lib.train.train_stacked`.
 """
 
 from __future__ import annotations
@@ -11,218 +19,18 @@ import torch
 
 from lib.config import check_in, check_int, check_positive
 from lib.models.mlp import _layer_sizes
-from lib.parts.concept_learning.data import _vec, second_moment
-from lib.parts.concept_learning.deep_models import default_record_steps
+from lib.train import train_stacked
 
-
-def torch_default_init(shapes, n_models: int, init_scale: float = 1.0, seed: int = 0, bias: bool = False):
-    """PyTorch's default ``nn.Linear`` initialisation ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))`` times
-    ``init_scale``.
-
-    Args:
-        shapes: list of ``(fan_out, fan_in)``; n_models: batch of independent models (seeds).
-
-    Returns:
-        list of float64 tensors ``(n_models, fan_out, fan_in)`` (and, with ``bias``, a second list
-        ``(n_models, fan_out)``). Model ``k`` is drawn from ``torch.Generator().manual_seed(seed + k)``.
-    """
-    import torch
-
-    check_int("n_models", n_models, minimum=1)
-    check_positive("init_scale", init_scale)
-    check_int("seed", seed, minimum=0)
-    Ws = [[] for _ in shapes]
-    bs = [[] for _ in shapes]
-    for k in range(n_models):
-        g = torch.Generator().manual_seed(seed + k)
-        for li, (fo, fi) in enumerate(shapes):
-            bound = init_scale / math.sqrt(fi)
-            Ws[li].append((torch.rand(fo, fi, generator=g, dtype=torch.float64) * 2 - 1) * bound)
-            bs[li].append((torch.rand(fo, generator=g, dtype=torch.float64) * 2 - 1) * bound)
-    Ws = [torch.stack(w) for w in Ws]
-    if bias:
-        return Ws, [torch.stack(b) for b in bs]
-    return Ws
-
-
-def deep_linear_population_gd(
-    mu,
-    sigma,
-    d: int,
-    widths,
-    *,
-    n_seeds: int,
-    lr: float,
-    steps: int,
-    init_scale: float = 1.0,
-    seed: int = 0,
-    record_steps=None,
-) -> dict:
-    """Full-batch GD of bias-free deep linear networks on the SIM population loss (Eq. 4.1), batched over
-    seeds.
-
-    The network is ``x -> W_L ... W_1 x`` with hidden widths ``widths`` (depth ``len(widths) + 1``), PyTorch
-    default
-    initialisation times ``init_scale`` (input fan-in ``d``). Only the first ``s`` columns of ``W_1`` receive
-    gradient (``A`` has rank ``s``), so only they are simulated. The data are not rotated (a rotation leaves
-    the
-    population dynamics unchanged up to the rotation of the initial weights).
-
-    Returns a dict with ``steps`` ``(R,)``, ``W`` ``(R, B, d, s)`` (first ``s`` columns of the end-to-end
-    matrix),
-    ``ood_loss`` ``(R, B)`` (``1/2 ||W x_hat - x_hat||^2``), ``train_loss`` ``(R, B)``, ``output`` ``(R, B,
-    d)``
-    and ``diverged`` ``(B,)``.
-    """
-    import torch
-
-    mu = _vec("mu", mu)
-    s = mu.size
-    a = second_moment(mu, sigma, d)
-    widths = [int(w) for w in widths]
-    if any(w < 1 for w in widths):
-        raise ValueError(f"widths must be positive integers, got {widths}")
-    check_positive("lr", lr)
-    check_int("steps", steps, minimum=1)
-    rec = default_record_steps(steps) if record_steps is None else np.asarray(record_steps, dtype=int)
-    dims = [d] + widths + [d]
-    shapes = [(dims[i + 1], dims[i]) for i in range(len(dims) - 1)]
-    Ws = torch_default_init(shapes, n_seeds, init_scale, seed)
-    Ws[0] = Ws[0][:, :, :s].contiguous()
-    a_s = torch.tensor(a[:s], dtype=torch.float64)
-    target = torch.zeros(d, s, dtype=torch.float64)
-    target[:s, :s] = torch.eye(s, dtype=torch.float64)
-    R = rec.size
-    out_W = np.empty((R, n_seeds, d, s))
-    tr_loss = np.empty((R, n_seeds))
-    r = 0
-    L = len(Ws)
-    frozen = torch.zeros(n_seeds, dtype=torch.bool)
-    for k in range(steps + 1):
-        prefix = [None] * L  # prefix[l] = W_{l-1} ... W_1 (None for l = 0)
-        P = None
-        for li in range(L):
-            prefix[li] = P
-            P = Ws[li] if P is None else Ws[li] @ P
-        res = P - target  # (B, d, s)
-        G = res * a_s  # dL/dP for L = 1/2 sum_p a_p ||P e_p - e_p||^2
-        per_seed = 0.5 * (G * res).sum(dim=(1, 2))
-        frozen |= ~torch.isfinite(per_seed) | (per_seed > 1e8)
-        if r < R and rec[r] == k:
-            out_W[r] = P.numpy()
-            tr_loss[r] = per_seed.numpy()
-            r += 1
-            if r == R:
-                break
-        keep = (~frozen).to(torch.float64)[:, None, None]
-        back = G  # (W_L ... W_{l+1})^T G, thin: (B, n_l, s)
-        grads = [None] * L
-        for li in range(L - 1, -1, -1):
-            grads[li] = back if prefix[li] is None else back @ prefix[li].transpose(1, 2)
-            back = Ws[li].transpose(1, 2) @ back
-        for li in range(L):
-            Ws[li] = Ws[li] - lr * keep * torch.nan_to_num(grads[li], nan=0.0, posinf=0.0, neginf=0.0)
-    output = out_W @ mu
-    xh = np.zeros(d)
-    xh[:s] = mu
-    ood = 0.5 * np.sum((output - xh) ** 2, axis=-1)
-    diverged = frozen.numpy() | ~np.isfinite(ood).all(axis=0)
-    return dict(steps=rec, W=out_W, ood_loss=ood, train_loss=tr_loss, output=output, diverged=diverged)
-
-
-def sgd_mlp_batched(
-    X,
-    eval_points,
-    *,
-    widths,
-    activation: str = "relu",
-    bias: bool = True,
-    n_models: int = 1,
-    lr: float = 0.1,
-    batch: int = 128,
-    steps: int = 100,
-    init_scale: float = 1.0,
-    seed: int = 0,
-    record_steps=None,
-) -> dict:
-    """Minibatch SGD on the identity-mapping loss (Eq. 2.1) for ``n_models`` MLPs at once (one per seed).
-
-    The MLP is ``x -> L_{D} o phi o ... o phi o L_1 (x)`` with hidden widths ``widths``, ``phi`` = ReLU or
-    identity,
-    PyTorch default initialisation times ``init_scale``. Every model draws its own minibatches (epochs are
-    reshuffles of ``X``). Returns a dict with ``steps`` ``(R,)``, ``eval_out`` ``(R, B, E, d)`` (outputs at
-    the
-    ``E`` evaluation points) and ``train_loss`` ``(R, B)`` (loss of the last minibatch).
-    """
-    import torch
-
-    check_in("activation", activation, ("relu", "linear"))
-    X = torch.as_tensor(np.asarray(X, dtype=float))
-    Ev = torch.as_tensor(np.asarray(eval_points, dtype=float))
-    if X.ndim != 2 or Ev.ndim != 2 or Ev.shape[1] != X.shape[1]:
-        raise ValueError(
-            f"X must be (n, d) and eval_points (E, d), got {tuple(X.shape)} and {tuple(Ev.shape)}"
-        )
-    check_positive("lr", lr)
-    check_int("batch", batch, minimum=1, maximum=X.shape[0])
-    check_int("steps", steps, minimum=1)
-    n, d = X.shape
-    rec = default_record_steps(steps) if record_steps is None else np.asarray(record_steps, dtype=int)
-    dims = [d] + [int(w) for w in widths] + [d]
-    shapes = [(dims[i + 1], dims[i]) for i in range(len(dims) - 1)]
-    Ws, bs = torch_default_init(shapes, n_models, init_scale, seed, bias=True)
-    params = [w.requires_grad_(True) for w in Ws]
-    if bias:
-        params += [b.requires_grad_(True) for b in bs]
-    nl = len(Ws)
-    act = torch.relu if activation == "relu" else (lambda z: z)
-
-    def forward(inp):  # inp (B, m, d)
-        h = inp
-        for li in range(nl):
-            h = h @ params[li].transpose(1, 2)
-            if bias:
-                h = h + params[nl + li][:, None, :]
-            if li < nl - 1:
-                h = act(h)
-        return h
-
-    g = torch.Generator().manual_seed(10_000 + seed)
-    per_epoch = n // batch
-    perms = None
-    R = rec.size
-    eval_out = np.empty((R, n_models, Ev.shape[0], d))
-    tr = np.full((R, n_models), np.nan)
-    last = torch.full((n_models,), float("nan"), dtype=torch.float64)
-    r = 0
-    Evb = Ev.expand(n_models, -1, -1)
-    for k in range(steps + 1):
-        if r < R and rec[r] == k:
-            with torch.no_grad():
-                eval_out[r] = forward(Evb).numpy()
-            tr[r] = last.numpy()
-            r += 1
-            if r == R:
-                break
-        pos = k % per_epoch
-        if pos == 0:
-            perms = torch.stack([torch.randperm(n, generator=g) for _ in range(n_models)])
-        idx = perms[:, pos * batch : (pos + 1) * batch]
-        xb = X[idx]
-        loss = 0.5 * ((forward(xb) - xb) ** 2).sum(-1).mean(-1)
-        grads = torch.autograd.grad(loss.sum(), params)
-        with torch.no_grad():
-            for p, gr in zip(params, grads):
-                p -= lr * gr
-        last = loss.detach()
-    return dict(steps=rec, eval_out=eval_out, train_loss=tr)
+#: model k of :func:`sgd_mlp_batched` draws its minibatches from ``torch.Generator().manual_seed(offset + seed + k)``,
+#: a stream kept apart from the initialisation's ``seed + k``
+SHUFFLE_SEED_OFFSET = 10_000
 
 
 def init_deep_linear(
     d_in: int,
     d_out: int,
     depth: int,
-    width: int | None = None,
+    width=None,
     *,
     K: int = 1,
     init_scale: float = 1.0,
@@ -230,24 +38,44 @@ def init_deep_linear(
     seed: int = 0,
     dtype=torch.float64,
 ):
-    """PyTorch-default initialisation for ``K`` deep linear networks at once.
+    """PyTorch-default initialisation for ``K`` deep linear networks (or MLPs) at once.
 
-    Layer ``l`` has weight ``(K, n_l, n_{l-1})`` drawn from ``U(-c, c)``, ``c = init_scale /
-    sqrt(n_{l-1})``, and
-    (if ``bias``) bias ``(K, n_l)`` from the same law. Returns ``(weights, biases)`` (``biases`` is ``None``
-    without bias).
+    Layer ``l`` has weight ``(K, n_l, n_{l-1})`` drawn from ``U(-c, c)``, ``c = init_scale / sqrt(n_{l-1})``, and
+    (if ``bias``) bias ``(K, n_l)`` from the same law. Model ``k`` is drawn from
+    ``torch.Generator().manual_seed(seed + k)``, layer by layer, weight then bias (the bias is drawn even when
+    ``bias=False``), so model ``k`` does not depend on ``K`` and its weights not on ``bias``.
+
+    Args:
+        d_in, d_out: input / output dimension; depth: number of layers ``L >= 1``.
+        width: hidden width (an int, needed when ``depth > 1``) or the list of the ``depth - 1`` hidden widths.
+        K: number of models; init_scale: multiplier (``>= 0``) of the PyTorch bound; seed: seed of model 0.
+
+    Returns:
+        ``(weights, biases)``: lists of ``L`` tensors (``biases`` is ``None`` without bias).
     """
-    sizes = _layer_sizes(d_in, d_out, depth, width)
+    if width is not None and not isinstance(width, (int, np.integer)):
+        hidden = [int(w) for w in width]
+        check_int("depth", depth, minimum=1)
+        if len(hidden) != depth - 1 or any(w < 1 for w in hidden):
+            raise ValueError(f"width must be an int or a list of depth - 1 = {depth - 1} positive ints, got {width}")
+        check_int("d_in", d_in, minimum=1)
+        check_int("d_out", d_out, minimum=1)
+        sizes = [int(d_in)] + hidden + [int(d_out)]
+    else:
+        sizes = _layer_sizes(d_in, d_out, depth, width)
     check_int("K", K, minimum=1)
     check_positive("init_scale", init_scale, allow_zero=True)
-    gen = torch.Generator().manual_seed(int(seed))
-    weights, biases = [], []
-    for a, b in zip(sizes[:-1], sizes[1:]):
-        c = float(init_scale) / math.sqrt(a)
-        weights.append((torch.rand(K, b, a, generator=gen, dtype=dtype) * 2 - 1) * c)
-        if bias:
-            biases.append((torch.rand(K, b, generator=gen, dtype=dtype) * 2 - 1) * c)
-    return weights, (biases if bias else None)
+    check_int("seed", seed, minimum=0)
+    weights = [[] for _ in sizes[1:]]
+    biases = [[] for _ in sizes[1:]]
+    for k in range(K):
+        gen = torch.Generator().manual_seed(int(seed) + k)
+        for li, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
+            c = float(init_scale) / math.sqrt(a)
+            weights[li].append((torch.rand(b, a, generator=gen, dtype=dtype) * 2 - 1) * c)
+            biases[li].append((torch.rand(b, generator=gen, dtype=dtype) * 2 - 1) * c)
+    weights = [torch.stack(w) for w in weights]
+    return weights, ([torch.stack(b) for b in biases] if bias else None)
 
 
 def end_to_end(weights: list[torch.Tensor], biases: list[torch.Tensor] | None = None):
@@ -268,6 +96,31 @@ def end_to_end(weights: list[torch.Tensor], biases: list[torch.Tensor] | None = 
     return W, c
 
 
+def _record_steps(record_every, steps: int) -> np.ndarray:
+    """Sorted steps to record: every ``record_every`` steps (an int >= 1) or the given steps; the last always."""
+    if isinstance(record_every, (int, np.integer)) and not isinstance(record_every, bool):
+        check_int("record_every", record_every, minimum=1)
+        rec = np.arange(0, steps + 1, int(record_every))
+    else:
+        try:
+            rec = np.asarray([float(s) for s in record_every])
+        except (TypeError, ValueError):
+            msg = f"record_every must be an int >= 1 or a collection of steps, got {record_every!r}"
+            raise ValueError(msg) from None
+        if rec.size and (np.any(rec != np.round(rec)) or rec.min() < 0 or rec.max() > steps):
+            raise ValueError(f"record_every must hold integer steps in [0, {steps}], got {record_every!r}")
+    return np.unique(np.r_[rec.astype(int), steps])
+
+
+def _as_tensor(name, value, dtype):
+    if value is None:
+        return None
+    t = value if isinstance(value, torch.Tensor) else torch.as_tensor(np.asarray(value))
+    if not t.is_floating_point():
+        raise ValueError(f"{name} must hold floating-point numbers")
+    return t.to(dtype)
+
+
 def population_gd_deep_linear(
     weights,
     A,
@@ -277,7 +130,7 @@ def population_gd_deep_linear(
     biases=None,
     m=None,
     x_eval=None,
-    record_every: int = 1,
+    record_every=1,
     target=None,
     divergence_bound: float = 1e8,
     record_W: bool = True,
@@ -285,18 +138,27 @@ def population_gd_deep_linear(
     """Exact GD on the population loss ``1/2 E||W x + c - T x||^2`` for ``K`` deep linear nets at once.
 
     The loss equals ``1/2 tr[(W~ - T~) A~ (W~ - T~)^T]`` with ``W~ = [W c]``, ``T~ = [T 0]`` and
-    ``A~ = [[A, m], [m^T, 1]]`` (Eq. (4.1) of Yang et al. 2025; without biases just ``A``). The gradient of
-    layer ``l`` is ``(P_{>l})^T G (P_{<l})^T`` with ``G = (W~ - T~) A~`` and ``P`` the partial products of the
-    augmented layer matrices ``[[W_l, b_l], [0, 1]]``.
+    ``A~ = [[A, m], [m^T, 1]]`` (Eq. (4.1) of Yang et al. 2025; without biases just ``A``). With ``M_l`` the
+    (augmented) layer matrices ``[[W_l, b_l], [0, 1]]`` and ``G = (W~ - T~) A~``, the gradient of layer ``l`` is
+    ``B_l (M_{l-1} ... M_1)^T`` where ``B_L = G`` and ``B_{l-1} = M_l^T B_l`` (back-propagation). This is the
+    closed-form map of the population loss, so it is a hand-written loop, not :mod:`lib.train`.
+
+    Input coordinates on which ``A`` and ``m`` vanish (e.g. the ``d - s`` non-signal coordinates of unrotated SIM
+    data) get no gradient: the matching columns of the first layer keep their initial values and are left out of
+    the products, which is exact and makes a rank-``s`` ``A`` cost ``O(s)`` instead of ``O(d)`` per column.
+
+    A model whose loss exceeds ``divergence_bound`` or is not finite, or whose next step would not be finite, is
+    frozen at its last finite state and flagged; the others go on.
 
     Args:
-        weights: list of ``L`` tensors ``(K, n_l, n_{l-1})`` (from :func:`init_deep_linear`); copied,
-        not changed. A: second moment ``E[x x^T]``, shape ``(d, d)`` or ``(K, d, d)`` (NumPy or torch).
+        weights: list of ``L`` tensors ``(K, n_l, n_{l-1})`` (from :func:`init_deep_linear`); copied, not changed.
+        A: second moment ``E[x x^T]``, shape ``(d, d)`` or ``(K, d, d)`` (NumPy or torch).
         lr: step size ``> 0``; steps: number of GD steps ``>= 0``.
         biases: list of ``L`` tensors ``(K, n_l)`` or ``None``; m: mean ``E[x]`` ``(d,)`` / ``(K, d)``, needed
             with biases.
         x_eval: evaluation points ``(P, d)`` or ``(K, P, d)`` (e.g. ``x_hat``); their outputs are recorded.
-        record_every: record every this many steps (step 0 and the last step are always recorded).
+        record_every: record every this many steps, or a collection of the steps to record (e.g. log-spaced);
+            the last step is always recorded.
         target: ``T`` of shape ``(d_out, d)`` (default: the identity, ``d_out = d``).
         divergence_bound: a run whose loss exceeds this (or is not finite) is frozen and flagged.
         record_W: record the end-to-end ``W`` and ``c`` (memory ``K * R * d_out * d`` floats; turn off for big
@@ -304,13 +166,13 @@ def population_gd_deep_linear(
 
     Returns:
         dict with ``step`` ``(R,)``, ``loss`` ``(K, R)``, ``outputs`` ``(K, R, P, d_out)`` (if ``x_eval``),
-        ``W`` ``(K, R, d_out, d)`` end-to-end matrices, ``c`` ``(K, R, d_out)``,
-        ``weights``/``biases`` (final),
-        ``diverged`` ``(K,)`` bool, ``diverged_step`` ``(K,)`` (-1 if never).
+        ``W`` ``(K, R, d_out, d)`` end-to-end matrices, ``c`` ``(K, R, d_out)`` (``None`` without ``record_W``),
+        ``weights``/``biases`` (final), ``diverged`` ``(K,)`` bool, ``diverged_step`` ``(K,)`` (-1 if never).
     """
     check_positive("lr", lr)
     check_int("steps", steps, minimum=0)
-    check_int("record_every", record_every, minimum=1)
+    check_positive("divergence_bound", divergence_bound)
+    rec = _record_steps(record_every, steps)
     if not weights:
         raise ValueError("weights must contain at least one layer")
     dtype = weights[0].dtype
@@ -319,16 +181,15 @@ def population_gd_deep_linear(
     Ws = [w.detach().clone() for w in weights]
     bias = biases is not None
     bs = [b.detach().clone() for b in biases] if bias else None
-    A = torch.as_tensor(np.asarray(A) if not isinstance(A, torch.Tensor) else A, dtype=dtype)
-    if A.shape[-2:] != (d, d) or A.ndim not in (2, 3):
+    A = _as_tensor("A", A, dtype)
+    if A.shape[-2:] != (d, d) or A.ndim not in (2, 3) or (A.ndim == 3 and A.shape[0] != K):
         raise ValueError(f"A must have shape ({d}, {d}) or (K, {d}, {d}), got {tuple(A.shape)}")
-    if A.ndim == 2:
-        A = A.expand(K, d, d)
+    A = A.expand(K, d, d)
     if bias:
         if m is None:
             raise ValueError("m (the mean E[x]) is required when biases are given")
-        m = torch.as_tensor(np.asarray(m) if not isinstance(m, torch.Tensor) else m, dtype=dtype)
-        if m.shape[-1] != d:
+        m = _as_tensor("m", m, dtype)
+        if m.shape[-1] != d or m.ndim not in (1, 2) or (m.ndim == 2 and m.shape[0] != K):
             raise ValueError(f"m must have shape ({d},) or (K, {d}), got {tuple(m.shape)}")
         m = m.expand(K, d)
         Aa = torch.zeros(K, d + 1, d + 1, dtype=dtype)
@@ -338,25 +199,38 @@ def population_gd_deep_linear(
         Aa[:, d, d] = 1.0
     else:
         Aa = A
-    T = torch.eye(d, dtype=dtype) if target is None else torch.as_tensor(target, dtype=dtype)
+    T = torch.eye(d, dtype=dtype) if target is None else _as_tensor("target", target, dtype)
     if T.shape != (d_out, d):
         raise ValueError(f"target must have shape ({d_out}, {d}), got {tuple(T.shape)}")
     Ta = torch.cat([T, torch.zeros(d_out, 1, dtype=dtype)], dim=1) if bias else T
     if x_eval is not None:
-        xe = torch.as_tensor(
-            np.asarray(x_eval) if not isinstance(x_eval, torch.Tensor) else x_eval, dtype=dtype
-        )
-        if xe.ndim == 1:
-            xe = xe[None]
-        if xe.shape[-1] != d:
-            raise ValueError(f"x_eval must have last dimension {d}, got {tuple(xe.shape)}")
+        xe = _as_tensor("x_eval", x_eval, dtype)
+        xe = xe[None] if xe.ndim == 1 else xe
+        if xe.shape[-1] != d or xe.ndim not in (2, 3) or (xe.ndim == 3 and xe.shape[0] != K):
+            raise ValueError(f"x_eval must have shape (P, {d}) or (K, P, {d}), got {tuple(xe.shape)}")
         xe = xe.expand(K, *xe.shape[-2:])
 
-    def aug_layers():
+    # active (augmented) input coordinates: the columns of A~ that are not identically zero; the others get no
+    # gradient and are left out of every product
+    cols = torch.nonzero((Aa != 0).any(dim=0).any(dim=0)).flatten()
+    full = cols.numel() == Aa.shape[-1]
+    Ac = Aa if full else Aa[:, cols][:, :, cols]
+    Tc = Ta if full else Ta[:, cols]
+    wcols = cols[cols < d]  # columns of W_1 that are trained
+    W1 = Ws[0] if full else Ws[0][:, :, wcols]
+
+    if x_eval is not None:
+        fixed = torch.ones(d, dtype=torch.bool)
+        fixed[wcols] = False
+        xe_fixed = xe[..., fixed] @ Ws[0][:, :, fixed].transpose(-1, -2)
+
+    def layers():
+        """The layer matrices M_1 (active columns only), M_2, ..., M_L, augmented when biased."""
+        first = [W1] + Ws[1:]
         if not bias:
-            return Ws
+            return first
         out = []
-        for w, b in zip(Ws, bs):
+        for w, b in zip(first, bs):
             M = torch.zeros(K, w.shape[1] + 1, w.shape[2] + 1, dtype=dtype)
             M[:, :-1, :-1] = w
             M[:, :-1, -1] = b
@@ -364,60 +238,73 @@ def population_gd_deep_linear(
             out.append(M)
         return out
 
+    def full_first():
+        if full:
+            return W1
+        w = Ws[0].clone()
+        w[:, :, wcols] = W1
+        return w
+
     rec_step, rec_loss, rec_out, rec_W, rec_c = [], [], [], [], []
     diverged = torch.zeros(K, dtype=torch.bool)
     diverged_step = torch.full((K,), -1, dtype=torch.long)
     L = len(Ws)
+    r = 0
     for t in range(steps + 1):
-        Ms = aug_layers()
-        # prefix products P_<l (P_<0 = I) and the full product
-        prefix = [None] * L
+        Ms = layers()
+        prefix = [None] * L  # prefix[l] = M_{l-1} ... M_1 (active columns), None for l = 0
         P = None
-        for l in range(L):
-            prefix[l] = P
-            P = Ms[l] if P is None else Ms[l] @ P
-        E = P[:, :d_out, :] if bias else P  # (K, d_out, d(+1)) = [W c]
-        R = E - Ta  # residual map
-        G = R @ Aa  # (K, d_out, d(+1))
+        for li in range(L):
+            prefix[li] = P
+            P = Ms[li] if P is None else Ms[li] @ P
+        R = P[:, :d_out] - Tc  # residual of the end-to-end map on the active columns
+        G = R @ Ac
         loss = 0.5 * (G * R).sum(dim=(-1, -2))
-        bad = ~torch.isfinite(loss) | (loss > divergence_bound)
-        newly = bad & ~diverged
-        diverged_step[newly] = t
+        bad = (~torch.isfinite(loss) | (loss > divergence_bound)) & ~diverged
+        diverged_step[bad] = t
         diverged |= bad
-        if t % record_every == 0 or t == steps:
+        if r < rec.size and rec[r] == t:
+            r += 1
             rec_step.append(t)
             rec_loss.append(loss.clone())
-            Wc = E[:, :, :d]
-            cc = E[:, :, d] if bias else torch.zeros(K, d_out, dtype=dtype)
             if record_W:
-                rec_W.append(Wc.clone())
-                rec_c.append(cc.clone())
-            if x_eval is not None:
-                rec_out.append((xe @ Wc.transpose(-1, -2)) + cc[:, None, :])
+                Wc, cc = end_to_end([full_first()] + Ws[1:], bs)
+                rec_W.append(Wc)
+                rec_c.append(cc)
+            if x_eval is not None:  # the layers applied to x_eval (the frozen columns' part is a constant)
+                h = xe_fixed + xe[..., wcols] @ W1.transpose(-1, -2)
+                for li in range(L):
+                    h = h if li == 0 else h @ Ws[li].transpose(-1, -2)
+                    h = h + bs[li][:, None, :] if bias else h
+                rec_out.append(h)
         if t == steps:
             break
-        # gradients: dL/dM_l = (S_{>l})^T G_full (P_<l)^T, with G_full padded by a zero last row when biased
-        if bias:
-            Gf = torch.zeros(K, d_out + 1, d + 1, dtype=dtype)
-            Gf[:, :d_out] = G
-        else:
-            Gf = G
-        suffix = None  # product M_L ... M_{l+1}
+        back = torch.cat([G, torch.zeros(K, 1, G.shape[-1], dtype=dtype)], dim=1) if bias else G
         grads = [None] * L
-        for l in range(L - 1, -1, -1):
-            g = Gf if suffix is None else suffix.transpose(-1, -2) @ Gf
-            if prefix[l] is not None:
-                g = g @ prefix[l].transpose(-1, -2)
-            grads[l] = g
-            suffix = Ms[l] if suffix is None else suffix @ Ms[l]
-        keep = (~diverged).to(dtype)[:, None, None]
-        for l in range(L):
-            g = grads[l]
-            if bias:
-                Ws[l] = Ws[l] - lr * keep * g[:, :-1, :-1]
-                bs[l] = bs[l] - lr * keep[:, :, 0] * g[:, :-1, -1]
-            else:
-                Ws[l] = Ws[l] - lr * keep * g
+        for li in range(L - 1, -1, -1):
+            grads[li] = back if prefix[li] is None else back @ prefix[li].transpose(-1, -2)
+            if li > 0:
+                back = Ms[li].transpose(-1, -2) @ back
+        if bias:
+            new_W = [w - lr * g[:, :-1, :-1] for w, g in zip([W1] + Ws[1:], grads)]
+            new_b = [b - lr * g[:, :-1, -1] for b, g in zip(bs, grads)]
+        else:
+            new_W = [w - lr * g for w, g in zip([W1] + Ws[1:], grads)]
+            new_b = []
+        # a model's sum of entries is finite iff they all are (or they overflow, far above divergence_bound)
+        finite = torch.isfinite(sum(p.flatten(1).sum(dim=1) for p in new_W + new_b))
+        newly = ~finite & ~diverged
+        if newly.any():
+            diverged_step[newly] = t + 1
+            diverged |= newly
+        if diverged.any():  # frozen models keep their last finite state (torch.where, never 0 * nan)
+            live = ~diverged
+            new_W = [torch.where(live[:, None, None], nw, w) for nw, w in zip(new_W, [W1] + Ws[1:])]
+            new_b = [torch.where(live[:, None], nb, b) for nb, b in zip(new_b, bs or [])]
+        W1, Ws[1:] = new_W[0], new_W[1:]
+        if bias:
+            bs = new_b
+    Ws[0] = full_first()
     out = dict(
         step=np.asarray(rec_step),
         loss=torch.stack(rec_loss, dim=1).numpy(),
@@ -433,94 +320,124 @@ def population_gd_deep_linear(
     return out
 
 
-def sgd_linear_batched(
+def sgd_mlp_batched(
     X,
     *,
+    weights,
+    biases=None,
+    activation: str = "linear",
     lr: float,
-    epochs: int,
+    steps: int,
     batch_size: int,
-    W0,
-    b0=None,
     Y=None,
     x_eval=None,
-    record_every: int = 1,
+    record_every=1,
     seed: int = 0,
     divergence_bound: float = 1e8,
-):
-    """Minibatch SGD for ``K`` one-layer linear (``b0=None``) or affine models at once, on the loss (2.1).
+    progress: bool = False,
+) -> dict:
+    """Online minibatch SGD on the loss (2.1) for ``K`` MLPs at once, by :func:`lib.train.train_stacked`.
 
-    The loss of a batch ``B`` is ``1/(2|B|) sum_{x in B} ||W x + b - y||^2`` (``y = x`` by default: the
-    identity
-    map of the SIM task); each seed ``k`` has its own data ``X[k]``, initialisation and shuffling. The
-    last batch
-    of an epoch may be smaller (``ceil(N / batch_size)`` steps per epoch, as a PyTorch ``DataLoader``).
+    The model is ``x -> L_D o phi o ... o phi o L_1 (x)`` with the layers ``weights`` (and ``biases``) of
+    :func:`init_deep_linear`, ``phi`` the identity (``"linear"``; one layer gives the one-layer linear or affine
+    model) or ReLU. The loss of a batch ``B`` is ``1/(2|B|) sum_{x in B} ||f(x) - y||^2`` (``y = x`` by default:
+    the identity map of the SIM task). Model ``k`` shuffles its data (its own ``X[k]``, or the shared ``X``) at every
+    epoch boundary with its own generator (seed ``SHUFFLE_SEED_OFFSET + seed + k``), so it does not depend on ``K``;
+    an epoch is ``ceil(N / batch_size)`` steps, the last batch possibly smaller (a PyTorch ``DataLoader``).
+    A model that diverges (non-finite loss, parameter norm above ``divergence_bound``, or loss 1e6 times its
+    initial value: the tests of :func:`lib.train.train_stacked`) is frozen at its last finite state and flagged.
 
     Args:
-        X: inputs ``(K, N, d)``; Y: targets ``(K, N, d_out)`` (default ``X``).
-        lr, epochs, batch_size: SGD settings; W0: ``(K, d_out, d)``; b0: ``(K, d_out)`` or ``None`` (no bias).
-        x_eval: ``(P, d)`` or ``(K, P, d)`` points whose outputs are recorded every ``record_every`` steps.
+        X: inputs ``(N, d)`` shared by the models or ``(K, N, d)``; Y: targets ``(..., N, d_out)`` (default ``X``).
+        weights, biases: initial layers (lists of ``(K, n_l, n_{l-1})`` / ``(K, n_l)`` tensors; copied).
+        activation: ``"linear"`` or ``"relu"``; lr, steps, batch_size: SGD settings (``steps`` updates).
+        x_eval: ``(P, d)`` or ``(K, P, d)`` points whose outputs are recorded.
+        record_every: record every this many steps, or a collection of the steps to record; the last step is
+            always recorded (and the step at which a model diverges).
+        seed: seed of model 0's minibatch stream; progress: show a tqdm bar.
+
     Returns:
-        dict with ``step`` ``(R,)``, ``outputs`` ``(K, R, P, d_out)`` (if ``x_eval``), ``W`` ``(K,
-        d_out, d)`` and
-        ``b`` (final), ``diverged`` ``(K,)``.
+        dict with ``step`` ``(R,)``, ``loss`` ``(K, R)`` (minibatch loss at the recorded steps), ``outputs``
+        ``(K, R, P, d_out)`` (if ``x_eval``; NaN after a model's divergence), ``weights``/``biases`` (final),
+        ``diverged`` ``(K,)`` and ``diverged_step`` ``(K,)`` (-1 if never).
     """
+    check_in("activation", activation, ("linear", "relu"))
     check_positive("lr", lr)
-    check_int("epochs", epochs, minimum=0)
-    check_int("batch_size", batch_size, minimum=1)
-    check_int("record_every", record_every, minimum=1)
-    X = torch.as_tensor(X)
-    if X.ndim != 3:
-        raise ValueError(f"X must have shape (K, N, d), got {tuple(X.shape)}")
-    dtype = X.dtype
-    K, N, d = X.shape
-    Y = X if Y is None else torch.as_tensor(Y, dtype=dtype)
-    if Y.shape[:2] != (K, N):
-        raise ValueError(f"Y must have shape ({K}, {N}, d_out), got {tuple(Y.shape)}")
-    W = torch.as_tensor(W0, dtype=dtype).clone()
-    if W.shape != (K, Y.shape[2], d):
-        raise ValueError(f"W0 must have shape ({K}, {Y.shape[2]}, {d}), got {tuple(W.shape)}")
-    b = None if b0 is None else torch.as_tensor(b0, dtype=dtype).clone()
-    if b is not None and b.shape != (K, Y.shape[2]):
-        raise ValueError(f"b0 must have shape ({K}, {Y.shape[2]}), got {tuple(b.shape)}")
+    check_int("steps", steps, minimum=0)
+    check_int("seed", seed, minimum=0)
+    if not weights:
+        raise ValueError("weights must contain at least one layer")
+    dtype = weights[0].dtype
+    K, d = weights[0].shape[0], weights[0].shape[2]
+    d_out = weights[-1].shape[1]
+    X = _as_tensor("X", X, dtype)
+    if X.ndim == 2:
+        X = X.expand(K, *X.shape)
+    if X.ndim != 3 or X.shape[0] != K or X.shape[2] != d:
+        raise ValueError(f"X must have shape (N, {d}) or ({K}, N, {d}), got {tuple(X.shape)}")
+    N = X.shape[1]
+    check_int("batch_size", batch_size, minimum=1, maximum=N)
+    Y = X if Y is None else _as_tensor("Y", Y, dtype)
+    if Y.ndim == 2:
+        Y = Y.expand(K, *Y.shape)
+    if Y.shape != (K, N, d_out):
+        raise ValueError(f"Y must have shape ({N}, {d_out}) or ({K}, {N}, {d_out}), got {tuple(Y.shape)}")
+    L = len(weights)
+    params = {f"W{l}": w.detach().clone() for l, w in enumerate(weights)}
+    if biases is not None:
+        params |= {f"b{l}": b.detach().clone() for l, b in enumerate(biases)}
     if x_eval is not None:
-        xe = torch.as_tensor(x_eval, dtype=dtype)
+        xe = _as_tensor("x_eval", x_eval, dtype)
         xe = xe[None] if xe.ndim == 1 else xe
-        xe = xe.expand(K, *xe.shape[-2:])
-    gen = torch.Generator().manual_seed(int(seed))
-    diverged = torch.zeros(K, dtype=torch.bool)
-    steps, outs = [], []
+        if xe.shape[-1] != d or xe.ndim not in (2, 3) or (xe.ndim == 3 and xe.shape[0] != K):
+            raise ValueError(f"x_eval must have shape (P, {d}) or (K, P, {d}), got {tuple(xe.shape)}")
+        params["x_eval"] = xe.expand(K, *xe.shape[-2:]).clone()  # a per-model constant, frozen below
+    act = torch.relu if activation == "relu" else (lambda z: z)
 
-    def record(t):
-        steps.append(t)
-        if x_eval is not None:
-            o = xe @ W.transpose(-1, -2)
-            outs.append(o + b[:, None, :] if b is not None else o)
+    def forward(p, x):
+        h = x
+        for l in range(L):
+            h = h @ p[f"W{l}"].transpose(-1, -2)
+            if biases is not None:
+                h = h + p[f"b{l}"]
+            if l < L - 1:
+                h = act(h)
+        return h
 
-    t = 0
-    record(0)
+    gens = [torch.Generator().manual_seed(SHUFFLE_SEED_OFFSET + int(seed) + k) for k in range(K)]
+    per_epoch = math.ceil(N / batch_size)
     kidx = torch.arange(K)[:, None]
-    for _ in range(epochs):
-        perm = torch.argsort(torch.rand(K, N, generator=gen), dim=1)
-        for start in range(0, N, batch_size):
-            idx = perm[:, start : start + batch_size]
-            xb, yb = X[kidx, idx], Y[kidx, idx]  # (K, B, d), (K, B, d_out)
-            r = xb @ W.transpose(-1, -2) - yb
-            if b is not None:
-                r = r + b[:, None, :]
-            keep = (~diverged).to(dtype)
-            W = W - lr * keep[:, None, None] * (r.transpose(-1, -2) @ xb) / xb.shape[1]
-            if b is not None:
-                b = b - lr * keep[:, None] * r.mean(dim=1)
-            t += 1
-            bad = ~torch.isfinite(W).all(dim=(-1, -2)) | (W.abs().amax(dim=(-1, -2)) > divergence_bound)
-            diverged |= bad
-            if t % record_every == 0:
-                record(t)
-    if steps[-1] != t:
-        record(t)
+    perm = {}
+
+    def batch_fn(step, _generator):
+        pos = step % per_epoch
+        if pos == 0:
+            perm["now"] = torch.stack([torch.randperm(N, generator=g) for g in gens])
+        idx = perm["now"][:, pos * batch_size : (pos + 1) * batch_size]
+        return X[kidx, idx], Y[kidx, idx]
+
+    res = train_stacked(
+        params,
+        lambda p, bt: 0.5 * ((forward(p, bt[0]) - bt[1]) ** 2).sum(-1).mean(),
+        optimizer="sgd",
+        lr=lr,
+        steps=steps,
+        batch_fn=batch_fn,
+        record=(lambda p, step: {"outputs": forward(p, p["x_eval"])}) if x_eval is not None else None,
+        record_every=record_every,
+        divergence_bound=divergence_bound,
+        progress=progress,
+        frozen=["x_eval"] if x_eval is not None else (),
+    )
+    h = res.history
     out = dict(
-        step=np.asarray(steps), W=W.numpy(), b=None if b is None else b.numpy(), diverged=diverged.numpy()
+        step=np.asarray(h["step"]),
+        loss=h["loss"].T,
+        weights=[res.params[f"W{l}"] for l in range(L)],
+        biases=[res.params[f"b{l}"] for l in range(L)] if biases is not None else None,
+        diverged=res.diverged,
+        diverged_step=res.diverged_step,
     )
     if x_eval is not None:
-        out["outputs"] = torch.stack(outs, dim=1).numpy()
+        out["outputs"] = np.moveaxis(h["outputs"], 0, 1)
     return out

@@ -188,58 +188,99 @@ def test_assumptions_checker():
     assert not deep_models.check_assumptions(a_ok, np.zeros((2, 2)), 1e-7)["D.1"]
 
 
+def _sim_population_gd(mu, sig, d, depth, width, *, K, lr, steps, record_every=1, seed=0, **kw):
+    ws, _ = linear_gd.init_deep_linear(d, d, depth, width, K=K, seed=seed)
+    _, A = sim_data.population_moments(mu, sig, d)
+    return ws, linear_gd.population_gd_deep_linear(ws, A, lr=lr, steps=steps, record_every=record_every, **kw)
+
+
 def test_deep_linear_depth_one_matches_closed_form():
-    """Depth 1: W_{k+1} = W_k - lr (W_k - I) A, so column p relaxes like (1 - lr a_p)^k."""
+    """Depth 1: W_{k+1} = W_k - lr (W_k - I) A, so column p relaxes like (1 - lr a_p)^k (a_3 = 0: frozen)."""
     mu, sig = (1.0, 2.0), (0.05, 0.05)
     a = sim_data.second_moment(mu, sig, 3)
-    r = linear_gd.deep_linear_population_gd(mu, sig, 3, [], n_seeds=2, lr=0.1, steps=30, record_steps=[0, 30])
-    W0, W30 = r["W"][0], r["W"][1]
-    target = np.zeros((3, 2))
-    target[:2, :2] = np.eye(2)
-    expected = target + (W0 - target) * (1 - 0.1 * a[:2]) ** 30
+    _, r = _sim_population_gd(mu, sig, 3, 1, None, K=2, lr=0.1, steps=30, record_every=[0, 30])
+    W0, W30 = r["W"][:, 0], r["W"][:, 1]
+    expected = np.eye(3) + (W0 - np.eye(3)) * (1 - 0.1 * a) ** 30
     np.testing.assert_allclose(W30, expected, atol=1e-12)
+    assert list(r["step"]) == [0, 30]
 
 
 def test_deep_linear_gradient_matches_autograd():
+    """One GD step on the full loss (every column of W_1, although A has rank 2) equals the thin computation."""
     import torch
 
     mu, sig = (1.0, 2.0), (0.05, 0.05)
-    r = linear_gd.deep_linear_population_gd(mu, sig, 3, [4, 5], n_seeds=1, lr=1e-3, steps=1, record_steps=[0, 1])
-    Ws = linear_gd.torch_default_init([(4, 3), (5, 4), (3, 5)], 1, 1.0, 0)
-    Ws[0] = Ws[0][:, :, :2].clone()
-    params = [w.clone().requires_grad_(True) for w in Ws]
-    a = torch.tensor(sim_data.second_moment(mu, sig, 3)[:2])
-    T = torch.zeros(3, 2, dtype=torch.float64)
-    T[:2, :2] = torch.eye(2)
+    ws, r = _sim_population_gd(mu, sig, 3, 3, [4, 5], K=1, lr=1e-3, steps=1, x_eval=sim_data.ood_point(mu, 3))
+    params = [w[0].clone().requires_grad_(True) for w in ws]
+    A = torch.tensor(sim_data.population_moments(mu, sig, 3)[1])
     W = params[2] @ params[1] @ params[0]
-    loss = 0.5 * (((W - T) ** 2) * a).sum()
+    loss = 0.5 * torch.trace((W - torch.eye(3)) @ A @ (W - torch.eye(3)).T)
     grads = torch.autograd.grad(loss, params)
     with torch.no_grad():
         new = [p - 1e-3 * g for p, g in zip(params, grads)]
-        W1 = (new[2] @ new[1] @ new[0]).numpy()
-    np.testing.assert_allclose(r["W"][1], W1, atol=1e-13)
-    assert r["ood_loss"].shape == (2, 1)
+    assert abs(loss.item() - r["loss"][0, 0]) < 1e-14
+    np.testing.assert_allclose(r["W"][0, 1], (new[2] @ new[1] @ new[0]).numpy(), atol=1e-13)
+    for w, n in zip(r["weights"], new):
+        np.testing.assert_allclose(w[0].numpy(), n.numpy(), atol=1e-14)
+    assert torch.equal(r["weights"][0][0, :, 2], ws[0][0, :, 2])  # the third input column gets no gradient
+    np.testing.assert_allclose(r["outputs"][0, :, 0], r["W"][0] @ sim_data.ood_point(mu, 3), atol=1e-14)
 
 
-def test_sgd_mlp_batched_learns_identity():
+def test_init_model_k_is_independent_of_K():
+    import torch
+
+    ws, bs = linear_gd.init_deep_linear(3, 2, 3, [4, 5], K=3, bias=True, seed=7, init_scale=0.5)
+    for k in range(3):
+        w1, b1 = linear_gd.init_deep_linear(3, 2, 3, [4, 5], K=1, bias=True, seed=7 + k, init_scale=0.5)
+        assert all(torch.equal(a[k], b[0]) for a, b in zip(ws + bs, w1 + b1))
+    w_nob, none = linear_gd.init_deep_linear(3, 2, 3, [4, 5], K=3, seed=7, init_scale=0.5)
+    assert none is None and all(torch.equal(a, b) for a, b in zip(ws, w_nob))
+    assert [tuple(w.shape) for w in ws] == [(3, 4, 3), (3, 5, 4), (3, 2, 5)]
+    assert all(w.abs().max() <= 0.5 / np.sqrt(w.shape[2]) for w in ws)
+
+
+def test_population_gd_freezes_diverged_models_at_a_finite_state():
+    import torch
+
+    mu, sig = (1.0, 2.0), (0.05, 0.05)
+    _, A = sim_data.population_moments(mu, sig, 2)
+    ws, _ = linear_gd.init_deep_linear(2, 2, 3, 4, K=1, seed=0)
+    big = [torch.cat([w, 4 * w]) for w in ws]  # model 1: the same net, scaled up so that it blows up
+    r = linear_gd.population_gd_deep_linear(big, A, lr=0.05, steps=60, x_eval=sim_data.ood_point(mu, 2))
+    assert list(r["diverged"]) == [False, True] and r["diverged_step"][1] > 0
+    assert all(np.isfinite(w.numpy()).all() for w in r["weights"]) and np.isfinite(r["outputs"]).all()
+    k = r["diverged_step"][1]
+    assert np.all(r["outputs"][1, k:] == r["outputs"][1, -1])  # frozen from the detection on
+    solo = linear_gd.population_gd_deep_linear(ws, A, lr=0.05, steps=60)
+    np.testing.assert_array_equal(r["loss"][0], solo["loss"][0])  # the diverging model does not disturb model 0
+
+
+def test_sgd_mlp_batched_learns_identity_and_model_k_is_independent_of_K():
     X, Q = sim_data.sim_samples((1.0, 2.0), (0.1, 0.1), 4, 300, seed=0)
     np.testing.assert_allclose(Q @ Q.T, np.eye(4), atol=1e-12)
+    ws, bs = linear_gd.init_deep_linear(4, 4, 2, 16, K=2, bias=True, seed=0)
     r = linear_gd.sgd_mlp_batched(
-        X,
-        X[:3],
-        widths=[16],
-        activation="linear",
-        n_models=2,
-        lr=0.05,
-        batch=32,
-        steps=200,
-        record_steps=[0, 200],
+        X, weights=ws, biases=bs, lr=0.05, steps=200, batch_size=32, x_eval=X[:3], record_every=[0, 200]
     )
-    err0 = np.abs(r["eval_out"][0] - X[:3]).mean()
-    err1 = np.abs(r["eval_out"][1] - X[:3]).mean()
-    assert err1 < 0.3 * err0
+    err0 = np.abs(r["outputs"][:, 0] - X[:3]).mean()
+    err1 = np.abs(r["outputs"][:, 1] - X[:3]).mean()
+    assert err1 < 0.3 * err0 and not r["diverged"].any() and list(r["step"]) == [0, 200]
+    w1, b1 = linear_gd.init_deep_linear(4, 4, 2, 16, K=1, bias=True, seed=1)
+    r1 = linear_gd.sgd_mlp_batched(
+        X, weights=w1, biases=b1, lr=0.05, steps=200, batch_size=32, x_eval=X[:3], record_every=[0, 200], seed=1
+    )
+    np.testing.assert_allclose(r1["outputs"][0], r["outputs"][1], atol=1e-12)
     V, C = sim_data.hypercube_corners((1.0, 2.0, 3.0))
     assert V.shape == (8, 3) and np.allclose(C[-1], [1, 2, 3])
+
+
+def test_sgd_mlp_batched_freezes_diverged_models():
+    X, _ = sim_data.sim_samples((1.0, 2.0), (0.1, 0.1), 4, 100, seed=0)
+    ws, _ = linear_gd.init_deep_linear(4, 4, 3, 8, K=2, seed=0)
+    r = linear_gd.sgd_mlp_batched(X, weights=ws, lr=2.0, steps=100, batch_size=20, x_eval=X[:2])
+    assert r["diverged"].all() and all(np.isfinite(w.numpy()).all() for w in r["weights"])
+    k = r["diverged_step"][0]
+    assert np.isnan(r["outputs"][0, list(r["step"]).index(k) + 1 :]).all()
 
 
 @pytest.mark.parametrize(
@@ -254,8 +295,18 @@ def test_sgd_mlp_batched_learns_identity():
         lambda: deep_models.run_symmetric([1.0, 2.0], (1, 2), np.zeros((1, 2, 2)), 0.01, 10, record_steps=[5, 3]),
         lambda: deep_models.growth_suppression_noise(np.eye(3), [1.0, 2.0]),
         lambda: deep_models.check_assumptions([1.0, 2.0], np.eye(3), 0.01),
-        lambda: linear_gd.deep_linear_population_gd((1, 2), (0.1, 0.1), 2, [0], n_seeds=1, lr=0.1, steps=5),
-        lambda: linear_gd.sgd_mlp_batched(np.zeros((10, 2)), np.zeros((1, 2)), widths=[3], activation="tanh"),
+        lambda: linear_gd.init_deep_linear(2, 2, 3, [3, 0]),
+        lambda: linear_gd.init_deep_linear(2, 2, 3, [3]),
+        lambda: linear_gd.population_gd_deep_linear(
+            linear_gd.init_deep_linear(2, 2, 1)[0], np.eye(2), lr=0.1, steps=5, record_every=[3, 9]
+        ),
+        lambda: linear_gd.sgd_mlp_batched(
+            np.zeros((10, 2)), weights=linear_gd.init_deep_linear(2, 2, 1)[0], lr=0.1, steps=1, batch_size=2,
+            activation="tanh",
+        ),
+        lambda: linear_gd.sgd_mlp_batched(
+            np.zeros((10, 3)), weights=linear_gd.init_deep_linear(2, 2, 1)[0], lr=0.1, steps=1, batch_size=2
+        ),
         lambda: deep_models.plateau_slope_theory([0.0, 1.0], 0),
     ],
 )

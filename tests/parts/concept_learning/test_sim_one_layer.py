@@ -12,7 +12,7 @@ from lib.parts.concept_learning.linear_gd import (
     end_to_end,
     init_deep_linear,
     population_gd_deep_linear,
-    sgd_linear_batched,
+    sgd_mlp_batched,
 )
 
 MU, SIG = [1.0, 2.0], [0.05, 0.05]
@@ -202,9 +202,10 @@ def test_sgd_full_batch_equals_gd():
     data = sim_data.sim_gaussian_mixture(MU, [0.3, 0.2], d=3, n=20, seed=0)
     X = torch.tensor(data.X)[None]
     W0 = torch.zeros(1, 3, 3, dtype=torch.float64)
-    res = sgd_linear_batched(X, lr=0.1, epochs=5, batch_size=40, W0=W0, x_eval=torch.tensor(data.x_hat))
+    res = sgd_mlp_batched(X, weights=[W0], lr=0.1, steps=5, batch_size=40, x_eval=torch.tensor(data.x_hat))
     steps, out = sim_one_layer.one_layer_gd_moments(sim_data.empirical_second_moment(data.X), 0.1, 5, z=data.x_hat)
     np.testing.assert_allclose(res["outputs"][0, :, 0, :], out, atol=1e-12)
+    assert list(res["step"]) == list(steps) and not res["diverged"].any()
 
 
 def test_models_reject_bad_arguments():
@@ -216,5 +217,8 @@ def test_models_reject_bad_arguments():
         population_gd_deep_linear(init_deep_linear(2, 2, 1)[0], np.eye(2), lr=-1.0, steps=3)
     with pytest.raises(ValueError, match="A"):
         population_gd_deep_linear(init_deep_linear(2, 2, 1)[0], np.eye(3), lr=0.1, steps=3)
+    with pytest.raises(ValueError, match="x_eval"):
+        ws2 = init_deep_linear(2, 2, 1, K=2)[0]
+        population_gd_deep_linear(ws2, np.eye(2), lr=0.1, steps=1, x_eval=np.ones((3, 1, 2)))
     with pytest.raises(ValueError, match="batch_size"):
-        sgd_linear_batched(torch.zeros(1, 4, 2), lr=0.1, epochs=1, batch_size=0, W0=torch.zeros(1, 2, 2))
+        sgd_mlp_batched(torch.zeros(1, 4, 2), weights=[torch.zeros(1, 2, 2)], lr=0.1, steps=1, batch_size=0)
