@@ -13,7 +13,7 @@ chapter                                                modules
                                                        :mod:`~lib.parts.concept_learning.plots`
 ``notebooks/concept_learning/03_diffusion.md``         :mod:`~lib.parts.concept_learning.diffusion`,
                                                        :mod:`~lib.parts.concept_learning.shapes`
-(all chapters)                                         :mod:`~lib.parts.concept_learning.data`,
+(all chapters)                                         :mod:`~lib.parts.concept_learning.sim_data`,
                                                        :mod:`~lib.parts.concept_learning.settings`
 =====================================================  ==========================================================
 """

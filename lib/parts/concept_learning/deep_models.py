@@ -37,7 +37,8 @@ import numpy as np
 
 from lib.config import check_int, check_positive, check_shape
 from lib.curves import hitting_time, peak_positions
-from lib.parts.concept_learning.data import _vec, ood_point
+from lib.parts.concept_learning.linear_gd import init_deep_linear, population_gd_deep_linear
+from lib.parts.concept_learning.sim_data import _vec, ood_point, population_moments
 from lib.stats import frequency
 
 
@@ -408,3 +409,22 @@ def major_after_minor(run: SymmetricRun, b: int) -> bool:
         t_rise = hitting_time(t, run.W[:, b, q, q], 0.5, direction="up", interpolate=False, never=np.inf)
         ok.append(t_peak < t_rise)
     return all(ok)
+
+
+def deep_linear_population_run(mu, sigma, d: int, depth: int, width: int, *, n_seeds: int, lr: float,
+                               steps: int) -> dict:
+    """Figs 2(c), 3 and 13-14: exact GD on the population loss (4.1) of ``n_seeds`` bias-free deep linear networks
+    ``R^d -> R^d`` (``depth`` layers of width ``width``, PyTorch-default initialisation, model ``k`` from seed
+    ``k``) on unrotated SIM data, recorded at :func:`default_record_steps`.
+
+    Returns ``steps`` (R,), ``output`` (R, n_seeds, d) at the OOD point, ``ood_loss`` and ``train_loss``
+    (R, n_seeds), ``diverged`` (n_seeds,).
+    """
+    ws, _ = init_deep_linear(d, d, depth, width, K=n_seeds, seed=0)
+    _, A = population_moments(mu, sigma, d)
+    xh = ood_point(mu, d)
+    res = population_gd_deep_linear(ws, A, lr=lr, steps=steps, x_eval=xh, record_every=default_record_steps(steps),
+                                    record_W=False)
+    out = res["outputs"][:, :, 0].transpose(1, 0, 2)
+    return dict(steps=res["step"], output=out, ood_loss=0.5 * np.sum((out - xh) ** 2, axis=-1),
+                train_loss=res["loss"].T, diverged=res["diverged"])

@@ -20,7 +20,13 @@ from __future__ import annotations
 import numpy as np
 
 from lib.config import check_int, check_positive
-from lib.parts.concept_learning.data import as_concepts, augmented_moment, concept_rates, ood_point, population_moments
+from lib.parts.concept_learning.sim_data import (
+    as_concepts,
+    augmented_moment,
+    concept_rates,
+    ood_point,
+    population_moments,
+)
 
 
 def rates(mu, sigma, origin_cluster: bool = False) -> np.ndarray:

@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 
 from lib import curves, stats
-from lib.parts.concept_learning import data as sim_data
-from lib.parts.concept_learning import deep_models, linear_gd
+from lib.parts.concept_learning import deep_models, linear_gd, sim_data
 
 # ------------------------------------------------------------------------------------------------------------
 # lib.analysis

@@ -6,8 +6,7 @@ import pytest
 import torch
 
 from lib.models.mlp import MLP, DeepLinear
-from lib.parts.concept_learning import data as sim_data
-from lib.parts.concept_learning import sim_one_layer
+from lib.parts.concept_learning import sim_data, sim_one_layer
 from lib.parts.concept_learning.linear_gd import (
     end_to_end,
     init_deep_linear,
