@@ -26,10 +26,10 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 pytestmark = pytest.mark.book
 
-#: quick-mode budget of a chapter in seconds (the diffusion chapter trains a denoiser and has more).
+#: quick-mode budget of a chapter in CPU seconds of its kernel (the diffusion chapter trains a denoiser and has more).
 BUDGET = {"notebooks/concept_learning/03_diffusion": 180.0}
 DEFAULT_BUDGET = 60.0
-#: measured times vary with the machine's load; a chapter fails only past this multiple of its budget.
+#: CPU times still vary a little with the machine; a chapter fails only past this multiple of its budget.
 TIMING_SLACK = 1.25
 
 
@@ -161,11 +161,14 @@ def test_chapter_page_shows_its_figures(docname):
 
 @pytest.mark.parametrize("docname", _toc_chapters())
 def test_chapter_within_quick_budget(docname):
+    """The budget is on the CPU time of the chapter's kernel, which load on a shared machine barely moves; the wall
+    time stays in the build's report (timings.json)."""
     timings = json.loads((BUILD / "timings.json").read_text())
     assert docname in timings, f"{docname} was not executed"
     budget = BUDGET.get(docname, DEFAULT_BUDGET)
-    assert timings[docname]["runtime_s"] <= TIMING_SLACK * budget, (
-        f"{docname} took {timings[docname]['runtime_s']} s, budget {budget} s")
+    spent = timings[docname].get("cpu_s", timings[docname]["runtime_s"])
+    assert spent <= TIMING_SLACK * budget, (
+        f"{docname} used {spent} s of CPU ({timings[docname]['runtime_s']} s wall), budget {budget} s")
 
 
 def _cheapest_chapters(n):

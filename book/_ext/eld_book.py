@@ -9,8 +9,8 @@
   illustrations apart), every claim that did not fully reproduce and every known deviation linked to its row, a
   coverage table per work from its manifest ``book/coverage/<work>.yml``, and every chapter's table. The whole
   ledger is written next to the pages as ``claims.json`` and ``claims.csv``.
-* Timing: at the end of the build the execution time of every notebook is printed and written to
-  ``_build/timings.json``.
+* Timing: at the end of the build the execution time of every notebook, wall clock and the CPU time of its kernel,
+  is printed and written to ``_build/timings.json``.
 """
 
 from __future__ import annotations
@@ -59,14 +59,34 @@ def on_builder_inited(app):
 
 
 def on_env_purge_doc(app, env, docname):
+    getattr(env, "eld_cpu", {}).pop(docname, None)
     path = _claims_file(app, docname)
     if path.exists():
         path.unlink()
 
 
+def _children_cpu() -> float:
+    """CPU seconds (user + system) of this process's finished children: a notebook's kernel counts once it exits."""
+    import resource
+
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
 def on_source_read(app, docname, source):
     # The kernel started for this document inherits the variable.
     os.environ["ELD_DOCNAME"] = docname
+    app.env.eld_cpu_start = (docname, _children_cpu())
+
+
+def on_doctree_read(app, doctree):
+    """The CPU time of the kernel that executed this document (it exits before the doctree is read): a budget
+    measure that a busy machine barely moves, unlike wall time."""
+    start = getattr(app.env, "eld_cpu_start", None)
+    if start and start[0] == app.env.docname:
+        if not hasattr(app.env, "eld_cpu"):
+            app.env.eld_cpu = {}
+        app.env.eld_cpu[app.env.docname] = _children_cpu() - start[1]
 
 
 def on_page_dedup_js(app, pagename, templatename, context, doctree):
@@ -249,14 +269,19 @@ def on_build_finished(app, exception):
         if exec_data and exec_data.get("runtime") is not None:
             timings[docname] = {"runtime_s": round(float(exec_data["runtime"]), 1),
                                 "succeeded": bool(exec_data.get("succeeded"))}
+            cpu = getattr(app.env, "eld_cpu", {}).get(docname)
+            if cpu is not None:
+                timings[docname]["cpu_s"] = round(float(cpu), 1)
     if not timings:
         return
     (_build_root(app) / "timings.json").write_text(json.dumps(timings, indent=1))
     mode = os.environ.get("BOOK_MODE", "full")
-    lines = [f"Notebook execution times ({mode} mode):"]
+    lines = [f"Notebook execution times ({mode} mode), wall and kernel CPU:"]
     for docname, t in timings.items():
-        lines.append(f"  {t['runtime_s']:8.1f} s  {docname}{'' if t['succeeded'] else '  (FAILED)'}")
-    lines.append(f"  {sum(t['runtime_s'] for t in timings.values()):8.1f} s  total")
+        lines.append(f"  {t['runtime_s']:8.1f} s {t.get('cpu_s', float('nan')):8.1f} s  {docname}"
+                     f"{'' if t['succeeded'] else '  (FAILED)'}")
+    lines.append(f"  {sum(t['runtime_s'] for t in timings.values()):8.1f} s "
+                 f"{sum(t.get('cpu_s', 0.0) for t in timings.values()):8.1f} s  total")
     logger.info("\n".join(lines), color="green")
 
 
@@ -266,6 +291,7 @@ def setup(app):
     app.connect("builder-inited", on_builder_inited)
     app.connect("env-purge-doc", on_env_purge_doc)
     app.connect("source-read", on_source_read)
+    app.connect("doctree-read", on_doctree_read)
     app.connect("html-page-context", on_page_dedup_js, priority=999)
     app.connect("doctree-resolved", on_doctree_resolved)
     app.connect("build-finished", on_build_finished)
