@@ -3,6 +3,7 @@
 #   make test   same set-up, then ruff, the unit tests, a clean quick-mode build with warnings as errors,
 #               and the checks that read that build (claims, widgets, timings, determinism)
 #   make notebooks   write .ipynb twins of the chapters (generated, never committed)
+#   make test-full   the same checks on the full build (not in CI)
 #   make lint        ruff on lib, tests, scripts, benchmarks and on the chapters' code (make format-chapters fixes)
 #   make lab         set up .venv and start JupyterLab on the notebooks (the .md chapters open as notebooks)
 #   make test-browser   the browser test of the built book (_build/html) in headless Chromium, network blocked
@@ -21,7 +22,7 @@ CHROMIUM ?= $(or $(shell command -v chromium 2>/dev/null),/usr/bin/chromium)
 export CHROMIUM
 export PYTHONHASHSEED := 0
 
-.PHONY: book test notebooks lint format-chapters unit clean setup benchmark lab test-browser pdf
+.PHONY: book test test-full notebooks lint format-chapters unit clean setup benchmark lab test-browser pdf
 
 setup: $(STAMP) $(NODE_STAMP)
 
@@ -57,6 +58,13 @@ test: $(STAMP) $(NODE_STAMP) lint unit
 	BOOK_MODE=quick $(VENV)/bin/pytest -q -m book
 	@if [ -x "$(CHROMIUM)" ]; then $(MAKE) --no-print-directory test-browser; \
 	else echo "Browser test skipped: no Chromium at $(CHROMIUM) (Debian: apt-get install chromium)"; fi
+
+# the full book with warnings as errors and the post-build checks at full-mode budgets (not part of CI: run it before
+# resolving an issue that changes a chapter)
+test-full: $(STAMP) $(NODE_STAMP) lint unit
+	$(JB) clean --all .
+	BOOK_MODE=full $(JB) build . -W --keep-going
+	BOOK_MODE=full $(VENV)/bin/pytest -q -m book
 
 notebooks: $(STAMP)
 	$(VENV)/bin/jupytext --to ipynb notebooks/*/[0-9]*.md

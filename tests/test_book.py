@@ -1,4 +1,4 @@
-"""Checks that read the outputs of a quick-mode book build (run by `make test` after the build).
+"""Checks that read the outputs of a book build: quick mode by `make test`, full mode by `make test-full`.
 
 * every claim has the status its chapter expects, and every chapter of the table of contents recorded claims;
 * every claim has a kind, every expected failure a deviation, and every item of the coverage manifests is covered
@@ -27,8 +27,12 @@ sys.path.insert(0, str(ROOT / "scripts"))
 pytestmark = pytest.mark.book
 
 #: quick-mode budget of a chapter in CPU seconds of its kernel (the diffusion chapter trains a denoiser and has more).
-BUDGET = {"notebooks/concept_learning/03_diffusion": 180.0}
-DEFAULT_BUDGET = 60.0
+#: ``make test-full`` checks the full build (BOOK_MODE=full) against the full-mode budgets: a few minutes a chapter;
+#: the diffusion chapter's full run is known to take longer (about 16 CPU-minutes, see the performance issue).
+MODE = os.environ.get("BOOK_MODE", "quick")
+BUDGET = ({"notebooks/concept_learning/03_diffusion": 180.0} if MODE == "quick"
+          else {"notebooks/concept_learning/03_diffusion": 1200.0})
+DEFAULT_BUDGET = 60.0 if MODE == "quick" else 300.0
 #: CPU times still vary a little with the machine; a chapter fails only past this multiple of its budget.
 TIMING_SLACK = 1.25
 
@@ -60,9 +64,9 @@ def _claims_by_doc():
     return by_doc
 
 
-def test_build_was_quick_mode():
+def test_build_mode_is_the_one_checked():
     claims = [c for cs in _claims_by_doc().values() for c in cs]
-    assert claims and {c["mode"] for c in claims} == {"quick"}
+    assert claims and {c["mode"] for c in claims} == {MODE}
 
 
 @pytest.mark.parametrize("docname", _toc_chapters())
@@ -181,12 +185,12 @@ def _cheapest_chapters(n):
 
 
 @pytest.mark.parametrize("docname", _cheapest_chapters(int(os.environ.get("ELD_REPEAT_CHAPTERS", "3"))))
-def test_quick_mode_is_deterministic(docname, tmp_path):
-    """Executing a chapter again in quick mode gives the identical claims table."""
+def test_build_is_deterministic(docname, tmp_path):
+    """Executing a chapter again in the same mode gives the identical claims table."""
     from execute_notebook import execute
 
     first = json.loads((BUILD / "claims" / (docname.replace("/", "__") + ".json")).read_text())
-    _, error = execute(ROOT / f"{docname}.md", mode="quick", claims_dir=tmp_path, docname=docname, timeout=600)
+    _, error = execute(ROOT / f"{docname}.md", mode=MODE, claims_dir=tmp_path, docname=docname, timeout=1800)
     assert error is None, error
     second = json.loads((tmp_path / (docname.replace("/", "__") + ".json")).read_text())
     strip = lambda payload: [{k: c[k] for k in ("source", "statement", "expected", "measured", "status", "kind")}
