@@ -4,6 +4,8 @@ weights (Lemma 5.4) in the reparametrised dynamics of Wang et al. (App. C).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from lib.config import check_int, check_positive
@@ -113,23 +115,55 @@ def balance_flow(
     return res.t, res.y[0], res.y[1], res.y[2]
 
 
+@dataclass
+class BalanceRun:
+    """What :func:`balance_gd` returns; unpacks as ``wq, wk, h, G`` (arrays of shape (steps+1,)).
+
+    A run that leaves the model's domain (``|2 wq wk| >= 1`` or ``|wq wk + w*^2| >= 1``, where the IH loss of
+    Eq. 22 is not defined) or produces a non-finite value stops there: ``diverged`` is True, ``diverged_step`` the
+    first step whose iterate is out, and the entries from that step on are nan.
+    """
+
+    wq: np.ndarray
+    wk: np.ndarray
+    h: np.ndarray
+    G: np.ndarray
+    diverged: bool = False
+    diverged_step: int | None = None
+
+    def __iter__(self):
+        return iter((self.wq, self.wk, self.h, self.G))
+
+
 def balance_gd(
     wq0: float, wk0: float, h0: float, alpha_star: float, w_star: float, L: int, *, lr: float, steps: int
-):
-    """Gradient descent on ``(wq, wk, h)`` with step ``lr``; returns arrays (steps+1,) ``wq, wk, h, G``.
+) -> BalanceRun:
+    """Gradient descent on ``(wq, wk, h)`` with step ``lr`` (a hand-written loop: the exact discrete map of the
+    reduced IH loss of Eq. 22); returns a :class:`BalanceRun` (arrays (steps+1,) ``wq, wk, h, G``).
 
     ``G = dL/dv`` at each step (last entry nan). One step maps ``wq^2 - wk^2`` to ``(wq^2 - wk^2)(1 - lr^2 G^2)``
-    exactly, so the balance of Lemma 5.4 drifts at second order per step.
+    exactly, so the balance of Lemma 5.4 drifts at second order per step. A run that leaves the loss's domain is
+    recorded as diverged, not raised.
     """
     check_positive("lr", lr)
     check_int("steps", steps, minimum=1)
-    wq, wk, h = np.empty(steps + 1), np.empty(steps + 1), np.empty(steps + 1)
+    wq, wk, h = np.full(steps + 1, np.nan), np.full(steps + 1, np.nan), np.full(steps + 1, np.nan)
     G = np.full(steps + 1, np.nan)
     wq[0], wk[0], h[0] = wq0, wk0, h0
+
+    def inside(k):
+        v = wq[k] * wk[k]
+        return bool(np.isfinite([wq[k], wk[k], h[k]]).all() and abs(2 * v) < 1 and abs(v + w_star**2) < 1)
+
+    if not inside(0):
+        raise ValueError("wq0, wk0 and h0 must be finite with |2 wq0 wk0| < 1 and |wq0 wk0 + w_star^2| < 1")
     for k in range(steps):
         dv, dh = ih_grad_v(wq[k] * wk[k], h[k], alpha_star, w_star, L)
         G[k] = dv
         wq[k + 1] = wq[k] - lr * dv * wk[k]
         wk[k + 1] = wk[k] - lr * dv * wq[k]
         h[k + 1] = h[k] - lr * dh
-    return wq, wk, h, G
+        if not inside(k + 1):
+            wq[k + 1], wk[k + 1], h[k + 1] = np.nan, np.nan, np.nan
+            return BalanceRun(wq, wk, h, G, diverged=True, diverged_step=k + 1)
+    return BalanceRun(wq, wk, h, G)

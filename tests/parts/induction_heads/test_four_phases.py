@@ -83,6 +83,14 @@ def test_balance_gd_identity_and_symmetry():
     assert np.array_equal(q, k)
 
 
+def test_balance_gd_records_divergence_instead_of_raising():
+    run = convergence.balance_gd(0.02, 0.005, 0.01, 1.0, 0.49, 50, lr=1e4, steps=50)
+    assert run.diverged and 1 <= run.diverged_step <= 50
+    assert np.isfinite(run.wq[: run.diverged_step]).all() and np.isnan(run.wq[run.diverged_step:]).all()
+    ok = convergence.balance_gd(0.02, 0.005, 0.01, 1.0, 0.49, 50, lr=3.0, steps=20)
+    assert not ok.diverged and ok.diverged_step is None
+
+
 def test_four_phase_reference_values():
     res = four_phases.four_phase_dynamics(1.0, 0.49, 1000, 0.01, 6e4, n_points=600)
     assert res["t"] is res.t and res.loss_g4[0] == pytest.approx(0.125, rel=1e-3)
