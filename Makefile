@@ -10,6 +10,8 @@ PY     := $(VENV)/bin/python
 JB     := $(VENV)/bin/jupyter-book
 STAMP  := $(VENV)/.installed
 export PYTHONHASHSEED := 0
+# Builds start from an empty sweep cache (lib.sweep) unless KEEP_CACHE=1 (e.g. `make test KEEP_CACHE=1`).
+CLEAR_CACHE = $(if $(filter 1 yes true,$(KEEP_CACHE)),@echo "KEEP_CACHE=$(KEEP_CACHE): keeping the sweep cache",$(PY) -m lib.sweep clear)
 
 .PHONY: book test notebooks lint unit clean setup benchmark
 
@@ -23,6 +25,7 @@ $(STAMP): requirements.txt pyproject.toml
 
 book: $(STAMP)
 	$(JB) clean --all .
+	$(CLEAR_CACHE)
 	BOOK_MODE=$${BOOK_MODE:-full} $(JB) build . --keep-going
 	@echo "The book: $(CURDIR)/_build/html/index.html"
 
@@ -34,6 +37,7 @@ unit: $(STAMP)
 
 test: $(STAMP) lint unit
 	$(JB) clean --all .
+	$(CLEAR_CACHE)
 	BOOK_MODE=quick $(JB) build . -W --keep-going
 	BOOK_MODE=quick $(VENV)/bin/pytest -q -m book
 
