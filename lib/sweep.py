@@ -121,7 +121,7 @@ def _global_names(code: types.CodeType) -> set:
     return names
 
 
-def _value_digest(value, seen: set):
+def _value_digest(value, seen: dict):
     """A JSON-able fingerprint of a default, closure cell or module-level constant a function depends on."""
     if isinstance(value, (types.FunctionType, functools.partial)):
         return _fn_fingerprint(value, seen)
@@ -130,17 +130,22 @@ def _value_digest(value, seen: set):
         return ["array", arr.dtype.str, list(arr.shape), hashlib.sha256(arr.reshape(-1).view(np.uint8)).hexdigest()]
     if value is None or type(value) in (bool, int, float, complex, str, bytes):
         return repr(value)
-    if type(value) in (tuple, list, frozenset, set) and len(value) <= 10_000:
+    if type(value) in (tuple, list, frozenset, set, dict):
+        if id(value) in seen:
+            return [type(value).__name__, "seen"]
+        if len(value) > 10_000:  # too big to walk: its text
+            return [type(value).__name__, hashlib.sha256(repr(value).encode()).hexdigest()]
+        seen[id(value)] = value  # kept alive, so that no other object reuses its id meanwhile
+        if type(value) is dict:
+            return ["dict", [[repr(k), _value_digest(v, seen)] for k, v in value.items()]]
         items = [_value_digest(v, seen) for v in value]
         return [type(value).__name__, sorted(map(repr, items)) if isinstance(value, (set, frozenset)) else items]
-    if type(value) is dict and len(value) <= 10_000:
-        return ["dict", [[repr(k), _value_digest(v, seen)] for k, v in value.items()]]
     if isinstance(value, types.ModuleType):
         return ["module", value.__name__]
     if isinstance(value, type):  # a class: its methods, unless lib's (covered by lib_source_hash)
         if _in_lib(value.__module__) or value.__module__ == "builtins" or id(value) in seen:
             return ["class", value.__module__, value.__qualname__]
-        seen.add(id(value))
+        seen[id(value)] = value
         methods = [[k, _fn_fingerprint(v, seen)] for k, v in sorted(vars(value).items()) if inspect.isfunction(v)]
         return ["class", value.__module__, value.__qualname__, methods]
     if dataclasses.is_dataclass(value):
@@ -155,15 +160,15 @@ def _in_lib(module_name: str | None) -> bool:
     return bool(module_name) and (module_name == _PACKAGE or module_name.startswith(_PACKAGE + "."))
 
 
-def _fn_fingerprint(fn, seen: set | None = None):
+def _fn_fingerprint(fn, seen: dict | None = None):
     """JSON-able fingerprint of ``fn``'s code (see the module docstring); recursion guarded by ``seen``."""
-    seen = set() if seen is None else seen
+    seen = {} if seen is None else seen
     if isinstance(fn, functools.partial):
         return ["partial", _fn_fingerprint(fn.func, seen), _value_digest(fn.args, seen),
                 _value_digest(dict(sorted(fn.keywords.items())), seen)]
     if id(fn) in seen:
         return ["seen", getattr(fn, "__qualname__", "")]
-    seen.add(id(fn))
+    seen[id(fn)] = fn
     target = fn if inspect.isfunction(fn) or inspect.ismethod(fn) else type(fn)
     module = getattr(target, "__module__", None)
     parts = ["fn", module, getattr(target, "__qualname__", repr(type(target)))]
