@@ -21,6 +21,8 @@ LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings
 CHROMIUM ?= $(or $(shell command -v chromium 2>/dev/null),/usr/bin/chromium)
 export CHROMIUM
 export PYTHONHASHSEED := 0
+# Builds start from an empty sweep cache (lib.sweep) unless KEEP_CACHE=1 (e.g. `make test KEEP_CACHE=1`).
+CLEAR_CACHE = $(if $(filter 1 yes true,$(KEEP_CACHE)),@echo "KEEP_CACHE=$(KEEP_CACHE): keeping the sweep cache",$(PY) -m lib.sweep clear)
 
 .PHONY: book test test-full notebooks lint format-chapters unit clean setup benchmark lab test-browser pdf
 
@@ -39,6 +41,7 @@ $(NODE_STAMP): package.json package-lock.json
 
 book: $(STAMP) $(NODE_STAMP)
 	$(JB) clean --all .
+	$(CLEAR_CACHE)
 	BOOK_MODE=$${BOOK_MODE:-full} $(JB) build . --keep-going
 	@echo "The book: $(CURDIR)/_build/html/index.html"
 
@@ -54,6 +57,7 @@ unit: $(STAMP)
 
 test: $(STAMP) $(NODE_STAMP) lint unit
 	$(JB) clean --all .
+	$(CLEAR_CACHE)
 	BOOK_MODE=quick $(JB) build . -W --keep-going
 	BOOK_MODE=quick $(VENV)/bin/pytest -q -m book
 	@if [ -x "$(CHROMIUM)" ]; then $(MAKE) --no-print-directory test-browser; \

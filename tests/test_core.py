@@ -1,4 +1,4 @@
-"""Unit tests of the generic lib modules: config, curvature, maps, sweep, widgets (train: test_train.py)."""
+"""Unit tests of the generic lib modules: config, curvature, maps, widgets (train and sweep have their own)."""
 
 import os
 
@@ -8,7 +8,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lib import config, curvature, maps, sweep, widgets
+from lib import config, curvature, maps, widgets
 
 torch.set_default_dtype(torch.float64)
 
@@ -131,43 +131,6 @@ def test_bifurcation_diagram_shapes_and_errors():
         maps.iterate_map(lambda x: x, 0.0, -1)
     with pytest.raises(ValueError, match="traj"):
         maps.detect_period(np.zeros((10, 2)), max_period=8)
-
-
-# ------------------------------------------------------------------------------------------------ sweep
-def _square(x):
-    _square.calls += 1
-    return x * x
-
-
-_square.calls = 0
-
-
-def test_sweep_caches_and_recovers_from_corrupt_entries(tmp_path, monkeypatch):
-    monkeypatch.setenv("ELD_CACHE_DIR", str(tmp_path))
-    monkeypatch.delenv("ELD_NO_CACHE", raising=False)
-    _square.calls = 0
-    configs = [{"x": i} for i in range(4)]
-    assert sweep.sweep(_square, configs, name="sq") == [0, 1, 4, 9]
-    assert _square.calls == 4
-    assert sweep.sweep(_square, configs, name="sq") == [0, 1, 4, 9]
-    assert _square.calls == 4  # all cached
-    files = sorted((tmp_path / "sq").glob("*.pkl"))
-    assert len(files) == 4 and not list((tmp_path / "sq").glob(".tmp-*"))
-    files[0].write_bytes(b"garbage")
-    assert sweep.sweep(_square, configs, name="sq") == [0, 1, 4, 9]
-    assert _square.calls == 5  # only the corrupt entry was recomputed
-    assert sweep.cached_call(_square, {"x": 7}, name="sq") == 49
-    with pytest.raises(ValueError, match="configs"):
-        sweep.sweep(_square, {"x": 1})
-    with pytest.raises(ValueError, match="n_jobs"):
-        sweep.sweep(_square, configs, n_jobs=0)
-
-
-def test_config_key_depends_on_config_and_version():
-    k1 = sweep.config_key("a", {"x": 1, "y": [1, 2]}, "v1")
-    assert k1 == sweep.config_key("a", {"y": [1, 2], "x": 1}, "v1")
-    assert k1 != sweep.config_key("a", {"x": 2, "y": [1, 2]}, "v1")
-    assert k1 != sweep.config_key("a", {"x": 1, "y": [1, 2]}, "v2")
 
 
 # ------------------------------------------------------------------------------------------------ widgets
