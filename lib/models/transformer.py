@@ -18,7 +18,7 @@ columns: keys; rows without any allowed key are all zero and their attention out
 
 Weights can be set by hand with :meth:`Transformer.set_head`, :meth:`Transformer.set_output_proj`,
 :meth:`Transformer.set_embedding`, :meth:`Transformer.set_readout` and :meth:`Transformer.set_ffn`; the
-hand-built induction heads of ``lib.theory.induction.approximation`` use them.
+hand-built induction heads of ``lib.parts.induction_heads.construction`` use them.
 
 Example::
 

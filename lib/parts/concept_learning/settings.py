@@ -4,7 +4,7 @@ CPU configurations of the diffusion experiment (``CPU_FIG6_*``; ``PAPER_SCALE_FI
 
 from __future__ import annotations
 
-#: The chapter's settings (8x8 "easy" images; see ``lib.data.shapes.PAPER_FIG6`` for the paper's own).
+#: The chapter's settings (8x8 "easy" images; ``PAPER_FIG6`` below is the paper's own).
 CPU_FIG6_QUICK = dict(deltas=(0.1, 0.8), seeds=(0,), image_size=8, variant="easy", n_per_class=2048,
                       channels=(16, 32), steps=1500, batch_size=64, lr=1e-3, weight_decay=0.01,
                       n_checkpoints=20, first_checkpoint=10, samples=32, sample_steps=20, classifier_steps=600)

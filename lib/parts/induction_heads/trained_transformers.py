@@ -215,7 +215,7 @@ def plateau_and_drop(step, loss, level0: float, hi: float = 0.9, lo: float = 0.1
     """End of the plateau and width of the drop of a loss curve that starts near ``level0``.
 
     ``t_hi`` is the first time the loss falls to ``hi * level0`` (the end of the plateau) and ``t_lo`` the first
-    time it falls to ``lo * level0`` (linear interpolation between recorded steps, :func:`lib.flows.hitting_time`).
+    time it falls to ``lo * level0`` (linear interpolation between recorded steps, :func:`lib.curves.hitting_time`).
 
     Returns:
         dict with ``t_hi``, ``t_lo`` (``nan`` when not reached), ``width = t_lo - t_hi`` and ``plateau_max_dev``,

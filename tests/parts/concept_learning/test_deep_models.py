@@ -1,4 +1,4 @@
-"""Tests of lib.theory.sim_deep (symmetric and deep linear models on SIM), lib.analysis and lib.plots_sim."""
+"""Tests of chapter III.2 (symmetric and deep linear models on SIM), the curve readers it uses and its plots."""
 
 import matplotlib
 
@@ -11,7 +11,7 @@ from lib import curves, stats
 from lib.parts.concept_learning import deep_models, linear_gd, sim_data
 
 # ------------------------------------------------------------------------------------------------------------
-# lib.analysis
+# lib.curves and lib.stats
 # ------------------------------------------------------------------------------------------------------------
 
 
@@ -83,7 +83,7 @@ def test_analysis_bad_arguments(call):
 
 
 # ------------------------------------------------------------------------------------------------------------
-# lib.theory.sim_deep
+# deep_models
 # ------------------------------------------------------------------------------------------------------------
 
 
@@ -315,7 +315,7 @@ def test_sim_deep_bad_arguments(call):
 
 
 # ------------------------------------------------------------------------------------------------------------
-# lib.plots_sim
+# concept_learning.plots
 # ------------------------------------------------------------------------------------------------------------
 
 

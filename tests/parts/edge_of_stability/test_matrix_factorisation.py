@@ -1,6 +1,5 @@
-"""Unit tests of lib.theory.eos.matrix / networks, lib.models.relu_mlp, lib.data.digits / sphere (Part I, ch.
-3-4).
-"""
+"""Unit tests of chapter I.3 (matrix factorisation) and of the layers chapters I.3-I.4 use: lib.models.mlp,
+lib.data.digits, lib.data.sphere."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Tests of lib.models.transformer, lib.data.sequences, lib.attention_plots and
-lib.theory.induction.approximation (chapter "Building induction heads by hand")."""
+"""Tests of chapter II.1 (building induction heads by hand) and of the layers it uses: lib.models.transformer,
+lib.data.tokens, lib.plots.attention_heatmap."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""Tests of lib.induction_training (the trained stand-in for Fig 1 of Wang et al., 2024)."""
+"""Tests of chapter II.3 (the trained stand-in for Fig 1 of Wang et al., 2024)."""
 
 import numpy as np
 import pytest
