@@ -218,3 +218,11 @@ def test_graph_classes_are_invariant_to_relabelling_and_fig21_pair_is_gamlp_hard
     assert equivalence.graph_classes([G, H], 2, "gnn") == 2
     assert equivalence.graph_classes([G, H], 12, "gamlp") == 1
     assert equivalence.class_sizes(["a", "b", "a"]).tolist() == [2, 1]
+
+
+def test_isomorphism_classes_against_relabelled_copies():
+    atlas = generators.graph_atlas(5)
+    graphs = atlas + [_relabel(G, i) for i, G in enumerate(atlas[::3])]
+    labels = equivalence.isomorphism_classes(graphs)
+    assert max(labels) + 1 == len(atlas)
+    assert labels[len(atlas):] == labels[: len(atlas)][::3]

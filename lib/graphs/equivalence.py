@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
+import networkx as nx
 import numpy as np
 
 from ..config import check_in, check_int
@@ -82,3 +83,25 @@ def graph_classes(graphs: Sequence, K: int = 2, model: str = "gnn", features: Se
 def class_sizes(keys: Sequence) -> np.ndarray:
     """Sizes of the classes of a list of keys, largest first."""
     return np.array(sorted(Counter(keys).values(), reverse=True), dtype=np.int64)
+
+
+def isomorphism_classes(graphs: Sequence, rounds: int = 4) -> list[int]:
+    """The isomorphism class of each graph (labels ``0, 1, ...`` in order of first appearance): graphs are bucketed
+    by their 1-WL key after ``rounds`` rounds (a necessary condition for isomorphism) and split inside each bucket
+    with ``networkx.is_isomorphic``. The ground truth of Table A.1."""
+    check_int("rounds", rounds, minimum=0)
+    graphs = list(graphs)
+    keys = graph_keys(graphs, rounds, "gnn")
+    reps: dict = {}
+    label = []
+    count = 0
+    for G, key in zip(graphs, keys):
+        for H, lab in reps.get(key, []):
+            if nx.is_isomorphic(G, H):
+                label.append(lab)
+                break
+        else:
+            reps.setdefault(key, []).append((G, count))
+            label.append(count)
+            count += 1
+    return label
