@@ -1,30 +1,25 @@
 """Deep and symmetric linear models on the structured identity mapping (SIM) task (Yang et al. 2025, Sec. 4.2,
 App. D-E).
 
-The symmetric two-layer model is ``f(U; x) = U U^T x`` with ``U`` of shape ``(d, d')``; its input-output
-Jacobian is
-``W = U U^T``. On the SIM task the population loss of a linear map ``W`` is (Eq. 4.1)
-
-    L(W) = 1/2 || (W - I) A^{1/2} ||_F^2,   A = diag(a),   a_p = sigma_p^2 + mu_p^2 / s  (p <= s),  0
-    otherwise.
+The symmetric two-layer model is ``f(U; x) = U U^T x`` with ``U`` of shape ``(d, d')``; its input-output Jacobian
+is ``W = U U^T``. On the SIM task the population loss of a linear map ``W`` is (Eq. 4.1)
+``L(W) = 1/2 || (W - I) A^{1/2} ||_F^2`` with ``A = diag(a)``, ``a_p = sigma_p^2 + mu_p^2 / s`` for ``p <= s`` and 0
+otherwise.
 
 We run exact gradient descent on ``U`` (never the W-space map (D.2) directly, which can leave the cone of PSD
-matrices
-and blow up). With the step ``U <- U - (eta / 2) grad_U L`` the induced update of ``W`` equals (D.2) with step
-``eta``
-up to ``O(eta^2)``, so the time ``t = eta * k`` after ``k`` steps is the time of Eq. (4.3).
+matrices and blow up). With the step ``U <- U - (eta / 2) grad_U L`` the induced update of ``W`` equals (D.2) with
+step ``eta`` up to ``O(eta^2)``, so the time ``t = eta * k`` after ``k`` steps is the time of Eq. (4.3).
 
-Contents
-* data moments: :func:`second_moment`; entry groups of Fig. 4: :func:`entry_groups`;
+Contents:
+
+* data moments: :func:`~lib.parts.concept_learning.sim_data.second_moment`; entry groups of Fig. 4:
+  :func:`entry_groups`;
 * the batched run: :func:`init_symmetric`, :func:`run_symmetric` -> :class:`SymmetricRun`;
 * Eq. (4.3) / (D.2): :func:`growth_suppression_noise`, :func:`w_update_d2`;
 * Fig. 5 stage sequence: :func:`stage_sequence`; Fig. 10 plateau: :func:`plateau_stats`;
 * assumptions D.1-D.5: :func:`check_assumptions`, :func:`assumptions_satisfiable`;
-* deep linear networks on the population loss (Fig. 2(c), 3, 13, 14) and batched MLP SGD on samples (Fig. 7, 11,
-  12) live in :mod:`lib.parts.concept_learning.linear_gd`
-  (:func:`~lib.parts.concept_learning.linear_gd.init_deep_linear`,
-  :func:`~lib.parts.concept_learning.linear_gd.population_gd_deep_linear`,
-  :func:`~lib.parts.concept_learning.linear_gd.sgd_mlp_batched`).
+* deep linear networks on the population loss (Fig. 2(c), 3, 13, 14): :func:`deep_linear_population_run`, on
+  :mod:`lib.parts.concept_learning.linear_gd`, which also holds the batched MLP SGD on samples (Fig. 7, 11, 12).
 """
 
 from __future__ import annotations
