@@ -24,14 +24,15 @@ FULL_ONLY = "checked in full mode"
 #: book's own derivation, extension or stand-in finding), ``illustration`` (holds by construction)
 KINDS = ("paper", "book", "illustration")
 
-#: The works of the book, by bibtex key (see ``book/references.bib``).
+#: The works of the book, by bibtex key (see ``book/references.bib``), in the order of the book's parts: Part I
+#: (Chen & Bruna), II (Wang et al.), III (Yang et al.), IV-V (L. Chen's thesis, ch. 2 and 4), VI (H. Li's thesis).
 WORKS = {
     "chen2023eos": "Chen & Bruna, Beyond the Edge of Stability via Two-step Gradient Updates (ICML 2023)",
+    "wang2024induction": "Wang, Yu, E & Wu, How Transformers Implement Induction Heads (2024)",
+    "yang2025sim": "Yang et al., Dynamics of Concept Learning and Compositional Generalization (ICLR 2025)",
     "chen2025thesis": "L. Chen, Simple Structures in Neural Networks (PhD thesis, NYU, 2025)",
     "li2024thesis": ("H. Li, Optimization and Generalization Analysis of Advanced Neural Networks "
                      "(PhD thesis, RPI, 2024)"),
-    "yang2025sim": "Yang et al., Dynamics of Concept Learning and Compositional Generalization (ICLR 2025)",
-    "wang2024induction": "Wang, Yu, E & Wu, How Transformers Implement Induction Heads (2024)",
 }
 
 
