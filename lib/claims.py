@@ -34,6 +34,14 @@ WORKS = {
     "li2024thesis": ("H. Li, Optimization and Generalization Analysis of Advanced Neural Networks "
                      "(PhD thesis, RPI, 2024)"),
 }
+#: Short names of the works, for narrow tables.
+WORK_SHORT = {
+    "chen2023eos": "Chen & Bruna 2023",
+    "wang2024induction": "Wang et al. 2024",
+    "yang2025sim": "Yang et al. 2025",
+    "chen2025thesis": "L. Chen 2025 (thesis)",
+    "li2024thesis": "H. Li 2024 (thesis)",
+}
 
 
 @dataclass

@@ -123,8 +123,9 @@ KIND_LABEL = {"paper": "claims of the papers", "book": "the book's own results",
 
 
 def _counts_html(items, badge) -> str:
+    """Badges with the number of claims of each status that occurs (a dash when there are none)."""
     counts = Counter(c["status"] for c in items)
-    return ", ".join(f"{badge(s)} {counts[s]}" for s in STATUS_ORDER if counts.get(s) or s != STATUS_ORDER[-1])
+    return ", ".join(f"{badge(s)} {counts[s]}" for s in STATUS_ORDER if counts.get(s)) or "&ndash;"
 
 
 def _export(app, claims: list[dict]) -> None:
@@ -159,7 +160,7 @@ def _report_html(app, fromdocname: str) -> str:
     import sys
 
     sys.path.insert(0, str(Path(app.srcdir)))
-    from lib.claims import WORKS, badge, coverage, table_html
+    from lib.claims import WORK_SHORT, WORKS, badge, coverage, table_html
 
     e = html.escape
     claims = load_claims(_claims_dir(app), set(app.env.found_docs))
@@ -187,26 +188,27 @@ def _report_html(app, fromdocname: str) -> str:
         + f". Claims whose status differs from what their chapter expects: <strong>{len(unexpected)}</strong>. "
         f'The whole ledger: <a href="{root}claims.json" download>claims.json</a>, '
         f'<a href="{root}claims.csv" download>claims.csv</a>.</p>',
-        '<table class="eld-claims"><thead><tr><th>work</th><th>claims of the paper</th><th>book results</th>'
-        "<th>illustrations</th></tr></thead><tbody>",
+        '<div class="eld-claims-wrap"><table class="eld-claims"><thead><tr><th>work</th><th>claims of the paper</th>'
+        "<th>book results</th><th>illustrations</th></tr></thead><tbody>",
     ]
     for w in works:
         row = [c for c in claims if c["work"] == w]
         cells = [_counts_html([c for c in row if c["kind"] == k], badge) for k in ("paper", "book", "illustration")]
-        parts.append(f"<tr><td>{e(WORKS.get(w, w))}</td>" + "".join(f"<td>{x}</td>" for x in cells) + "</tr>")
-    parts.append("</tbody></table>")
+        parts.append(f'<tr><td title="{e(WORKS.get(w, w))}">{e(WORK_SHORT.get(w, w))}</td>'
+                     + "".join(f"<td>{x}</td>" for x in cells) + "</tr>")
+    parts.append("</tbody></table></div>")
     # what did not fully reproduce, and every known deviation, each linked to its row
     short = [c for c in claims if c["status"] in STATUS_ORDER[1:3] or c.get("deviation")]
     parts.append('<h2 id="known-deviations">Not fully reproduced, and known deviations</h2>')
     if short:
-        parts.append('<table class="eld-claims"><thead><tr><th>status</th><th>kind, source</th><th>claim</th>'
-                     "<th>why</th></tr></thead><tbody>")
+        parts.append('<div class="eld-claims-wrap"><table class="eld-claims"><thead><tr><th>status</th>'
+                     "<th>kind, source</th><th>claim</th><th>why</th></tr></thead><tbody>")
         for c in short:
             link = f'{uri[c["docname"]]}#{anchor[id(c)]}'
             parts.append(f"<tr><td>{badge(c['status'])}</td><td>{e(c['kind'])}<br>"
                          f'<a href="{link}">{e(c["source"])}</a> ({e(c.get("chapter_title") or c["chapter"])})</td>'
                          f"<td>{e(c['statement'])}</td><td>{e(c.get('deviation') or c.get('note', ''))}</td></tr>")
-        parts.append("</tbody></table>")
+        parts.append("</tbody></table></div>")
     else:
         parts.append("<p>None.</p>")
     manifests = _manifests(app)
@@ -222,8 +224,8 @@ def _report_html(app, fromdocname: str) -> str:
             parts.append(f"<details><summary>Coverage: {n_cov} of {len(rows)} numbered figures, tables and results "
                          f"are checked by claims; {len(rows) - n_cov - n_gap} are explained"
                          + (f"; <strong>{n_gap} neither</strong>" if n_gap else "") + "</summary>")
-            parts.append('<table class="eld-claims"><thead><tr><th>item</th><th>what</th><th>covered by</th>'
-                         "</tr></thead><tbody>")
+            parts.append('<div class="eld-claims-wrap"><table class="eld-claims"><thead><tr><th>item</th><th>what</th>'
+                         "<th>covered by</th></tr></thead><tbody>")
             for r in rows:
                 if r["covered"]:
                     cov = ", ".join(f'<a href="{uri[c["docname"]]}#{anchor[id(c)]}">{e(c["source"])}</a> '
@@ -231,7 +233,7 @@ def _report_html(app, fromdocname: str) -> str:
                 else:
                     cov = f"<em>not covered: {e(r['explained'])}</em>" if r["explained"] else "<strong>gap</strong>"
                 parts.append(f"<tr><td>{e(r['id'])}</td><td>{e(r['what'])}</td><td>{cov}</td></tr>")
-            parts.append("</tbody></table></details>")
+            parts.append("</tbody></table></div></details>")
         by_chapter = defaultdict(list)
         for c in items:
             by_chapter[c["docname"]].append(c)
