@@ -29,12 +29,6 @@ from lib.parts.concept_learning.sim_data import (
 )
 
 
-def rates(mu, sigma, origin_cluster: bool = False) -> np.ndarray:
-    """``a_k = sigma_k^2 + mu_k^2 / s`` (Eq. 4.1 / C.13), shape ``(s,)``: the convergence rate of concept
-    ``k``."""
-    return concept_rates(mu, sigma, origin_cluster)
-
-
 def _times(times) -> np.ndarray:
     t = np.atleast_1d(np.asarray(times, dtype=np.float64))
     if t.ndim != 1 or not np.all(np.isfinite(t)) or np.any(t < 0):
