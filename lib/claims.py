@@ -67,7 +67,7 @@ class Claim:
         return self.status == self.expect or self.status == FULL_ONLY
 
 
-_state: dict = {"slug": None, "title": None, "work": None, "claims": []}
+_state: dict = {"slug": None, "title": None, "work": None, "claims": [], "shown": 0}
 
 
 def claims_dir() -> Path | None:
@@ -85,7 +85,7 @@ def chapter(slug: str, title: str, work: str | None = None) -> None:
         raise ValueError(f"title must be a non-empty string, got {title!r}")
     if work is not None:
         check_in("work", work, WORKS)
-    _state.update(slug=slug, title=title, work=work, claims=[])
+    _state.update(slug=slug, title=title, work=work, claims=[], shown=0)
     _write()
 
 
@@ -213,10 +213,12 @@ def badge(state: str) -> str:
     )
 
 
-def table_html(claims: list[dict] | list[Claim], *, show_chapter: bool = False, anchors: bool = False) -> str:
+def table_html(claims: list[dict] | list[Claim], *, show_chapter: bool = False, anchors: bool = False,
+               start: int = 0, anchor_from: int = 0) -> str:
     """An HTML table of claims (dicts or :class:`Claim` objects), the status first so it is never cut off.
 
-    With ``anchors`` every row gets the id ``claim-<chapter>-<n>`` (the report links to it).
+    With ``anchors`` row ``i`` gets the id ``claim-<chapter>-<start + i>`` (its position in the chapter; the report
+    links to it), for the rows whose position is at least ``anchor_from`` (so that no id appears twice on a page).
     """
     rows = []
     e = html.escape
@@ -231,7 +233,8 @@ def table_html(claims: list[dict] | list[Claim], *, show_chapter: bool = False, 
         if c.get("note"):
             extra += f'<div class="eld-claim-note">{e(c["note"])}</div>'
         kind = c.get("kind", "paper")
-        row_id = f' id="claim-{e(c["chapter"])}-{i}"' if anchors else ""
+        n = start + i
+        row_id = f' id="claim-{e(c["chapter"])}-{n}"' if anchors and n >= anchor_from else ""
         rows.append(
             f"<tr{row_id}><td>{badge(c['status'])}{expect_note}</td>{chap}"
             f'<td><span class="eld-kind eld-kind-{e(kind)}">{e(kind)}</span><br>{e(c["source"])}</td>'
@@ -265,11 +268,11 @@ _TABLE_CSS = (
 class ClaimsTable:
     """Displays as an HTML table in Jupyter and in the book, as plain text elsewhere."""
 
-    def __init__(self, claims: list[Claim]):
-        self.claims = claims
+    def __init__(self, claims: list[Claim], *, start: int = 0, anchor_from: int = 0):
+        self.claims, self.start, self.anchor_from = claims, start, anchor_from
 
     def _repr_html_(self) -> str:
-        return table_html(self.claims, anchors=True)
+        return table_html(self.claims, anchors=True, start=self.start, anchor_from=self.anchor_from)
 
     def __repr__(self) -> str:
         lines = [f"[{c.status}] ({c.kind}) {c.source}: {c.statement} | expected {c.expected} | measured {c.measured}"
@@ -278,8 +281,19 @@ class ClaimsTable:
 
 
 def show() -> ClaimsTable:
-    """Return the current chapter's claims as a displayable table (make it the last expression of a cell)."""
-    return ClaimsTable(current())
+    """Return the current chapter's claims as a displayable table (make it the last expression of a cell).
+
+    Rows already shown under their figures by :func:`show_new` carry no anchor here: the report links there.
+    """
+    return ClaimsTable(current(), anchor_from=_state["shown"])
+
+
+def show_new() -> ClaimsTable:
+    """The claims recorded since the last call, as a table to show right under the figure they check (make it the
+    last expression of the claim cell)."""
+    start = _state["shown"]
+    _state["shown"] = len(_state["claims"])
+    return ClaimsTable(current()[start:], start=start)
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -109,3 +109,14 @@ def test_manifests_are_valid(path):
     manifest = claims.load_manifest(path)
     assert manifest["work"] == path.stem
 
+
+
+def test_show_new_shows_each_claim_once_with_a_unique_anchor(ledger):
+    claims.record(**BASE, status="reproduced", kind="paper")
+    claims.record(**BASE, status="reproduced", kind="book")
+    first = claims.show_new()._repr_html_()
+    claims.record(**BASE, status="reproduced", kind="paper")
+    second = claims.show_new()._repr_html_()
+    assert first.count('id="claim-unit-test-') == 2 and 'id="claim-unit-test-2"' in second
+    assert claims.show_new().claims == []
+    assert 'id="claim-' not in claims.show()._repr_html_()  # every row was shown under its figure already
