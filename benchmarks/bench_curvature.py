@@ -19,9 +19,7 @@ Prints a Markdown table (wall-clock medians over ``--repeats`` runs, one torch t
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -29,21 +27,13 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from _timing import timed  # noqa: E402
+
 from lib import curvature  # noqa: E402
 from lib.data.digits import digits_binary  # noqa: E402
 from lib.models.mlp import ReLUMLP  # noqa: E402
 from lib.parts.edge_of_stability import matrix_factorisation as mf  # noqa: E402
 from lib.train import train  # noqa: E402
-
-
-def timed(fn, repeats):
-    fn()  # warm-up (first torch.func calls carry a one-off cost)
-    times, out = [], None
-    for _ in range(repeats):
-        t = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times), out
 
 
 def mlp_point():
@@ -63,10 +53,10 @@ def bench_eigen(repeats):
     def top(method, **kw):
         return lambda: curvature.hessian_top_eigenpairs(loss, theta, k=1, method=method, **kw)
 
-    t_dense, (lam_d, _) = timed(top("dense"), repeats)
+    t_dense, (lam_d, _) = timed(top("dense"), repeats, warmup=True)
     ref = float(lam_d[0])
     for method, kw in (("lanczos", dict(tol=1e-8)), ("power", dict(tol=1e-8, maxiter=2000))):
-        t, (lam, _) = timed(top(method, **kw), repeats)
+        t, (lam, _) = timed(top(method, **kw), repeats, warmup=True)
         err = abs(float(lam[0]) - ref) / ref
         rows.append((f"top eigenvalue, {method} (HVPs)", t, f"rel. error {err:.1e}"))
     rows.append(("top eigenvalue, dense Hessian + eigh", t_dense, f"reference lambda = {ref:.4f}"))
@@ -100,9 +90,9 @@ def bench_scalar_sweep(repeats, n=64, steps=2000):
 
         return torch.func.vmap(run)(torch.as_tensor(Ks)).numpy()
 
-    t_loop, a = timed(loop, repeats)
-    t_b, b = timed(batched, repeats)
-    t_v, c = timed(vmapped, repeats)
+    t_loop, a = timed(loop, repeats, warmup=True)
+    t_b, b = timed(batched, repeats, warmup=True)
+    t_v, c = timed(vmapped, repeats, warmup=True)
     same = np.allclose(a, b) and np.allclose(a, c)
     return [(f"1-D map, {n} lrs x {steps} steps, Python loop", t_loop, "reference"),
             (f"1-D map, {n} lrs x {steps} steps, NumPy batched", t_b,
@@ -125,9 +115,9 @@ def bench_mf_sweep(repeats, n=64, steps=2000, d=4):
     def batched():
         return mf.mf_gd(Yb, Zb, C, 1.0, steps)["Y"]
 
-    t_loop, a = timed(loop, repeats)
-    t_np, b = timed(loop_numpy, max(1, repeats // 2))
-    t_b, c = timed(batched, repeats)
+    t_loop, a = timed(loop, repeats, warmup=True)
+    t_np, b = timed(loop_numpy, max(1, repeats // 2), warmup=True)
+    t_b, c = timed(batched, repeats, warmup=True)
     same = np.allclose(a, c, atol=1e-10)
     name = f"MF d={d}, {n} lrs x {steps} steps"
     return [(f"{name}, loop of torch runs", t_loop, "reference"),

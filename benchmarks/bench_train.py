@@ -15,14 +15,14 @@ Prints Markdown tables (wall-clock medians over ``--repeats`` runs, one torch th
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from _timing import timed  # noqa: E402
 
 from lib.train import train, train_stacked  # noqa: E402
 
@@ -72,15 +72,6 @@ def run_loop(kind: str, K: int, steps: int):
               Y[k][idx[s, k]]), record_every=steps, progress=False)
         out.append(dict(m.named_parameters()))
     return out
-
-
-def timed(fn, repeats: int):
-    times, out = [], None
-    for _ in range(repeats):
-        t = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times), out
 
 
 def max_diff(stacked, looped) -> float:
