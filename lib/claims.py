@@ -381,6 +381,26 @@ def load_manifest(path) -> dict:
     return data
 
 
+def load_manifests(directory) -> dict:
+    """All manifests of ``directory`` (``*.yml``), one per work: a work's items may be split over several files
+    (``<work>.yml``, ``<work>_ch2.yml``, ...), which are merged in file-name order; an id listed twice is an error."""
+    out: dict = {}
+    for path in sorted(Path(directory).glob("*.yml")):
+        data = load_manifest(path)
+        if data["work"] not in out:
+            out[data["work"]] = {**data, "items": list(data["items"])}
+            continue
+        merged = out[data["work"]]
+        ids = {item["id"] for item in merged["items"]}
+        dup = [item["id"] for item in data["items"] if item["id"] in ids]
+        if dup:
+            raise ValueError(f"{path}: items {dup} already listed in another manifest of {data['work']}")
+        merged["items"] += data["items"]
+        if "title" not in merged and "title" in data:
+            merged["title"] = data["title"]
+    return out
+
+
 def coverage(manifest: dict, claims_list) -> list[dict]:
     """For every item of ``manifest``: the claims of its work whose source mentions it, and its explanation.
 

@@ -107,7 +107,18 @@ def test_coverage_rows(tmp_path):
 @pytest.mark.parametrize("path", sorted((ROOT / "book" / "coverage").glob("*.yml")), ids=lambda p: p.stem)
 def test_manifests_are_valid(path):
     manifest = claims.load_manifest(path)
-    assert manifest["work"] == path.stem
+    assert manifest["work"] == path.stem.split("_ch")[0]
+
+
+def test_manifests_of_one_work_merge_and_reject_repeated_ids(tmp_path):
+    (tmp_path / "chen2023eos.yml").write_text("work: chen2023eos\ntitle: T\nitems:\n  - {id: Fig 2}\n")
+    (tmp_path / "chen2023eos_ch3.yml").write_text("work: chen2023eos\nitems:\n  - {id: Fig 3}\n")
+    merged = claims.load_manifests(tmp_path)
+    assert list(merged) == ["chen2023eos"] and merged["chen2023eos"]["title"] == "T"
+    assert [i["id"] for i in merged["chen2023eos"]["items"]] == ["Fig 2", "Fig 3"]
+    (tmp_path / "chen2023eos_ch4.yml").write_text("work: chen2023eos\nitems:\n  - {id: Fig 3}\n")
+    with pytest.raises(ValueError, match="already listed"):
+        claims.load_manifests(tmp_path)
 
 
 

@@ -146,13 +146,9 @@ def _export(app, claims: list[dict]) -> None:
 
 
 def _manifests(app) -> dict:
-    from lib.claims import load_manifest
+    from lib.claims import load_manifests
 
-    out = {}
-    for path in sorted((Path(app.srcdir) / "book" / "coverage").glob("*.yml")):
-        manifest = load_manifest(path)
-        out[manifest["work"]] = manifest
-    return out
+    return load_manifests(Path(app.srcdir) / "book" / "coverage")
 
 
 def _report_html(app, fromdocname: str) -> str:
