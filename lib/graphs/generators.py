@@ -91,3 +91,56 @@ def random_regular(d: int, n: int, seed: int = 0) -> nx.Graph:
     if (n * d) % 2:
         raise ValueError(f"n * d must be even, got n={n}, d={d}")
     return nx.random_regular_graph(d, n, seed=seed)
+
+
+# ----------------------------------------------------------------------------------------------- binary SBM
+def _sbm_pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
+    iu, ju = np.triu_indices(n, k=1)
+    return iu.astype(np.int64), ju.astype(np.int64)
+
+
+def binary_sbm_edges(n: int, a: float, b: float, count: int, seed: int = 0) -> tuple[list[np.ndarray], np.ndarray]:
+    """``count`` independent two-block sparse SBM graphs on ``n`` nodes, as edge lists with block labels.
+
+    Each graph gets a uniformly random balanced labelling (``n // 2`` nodes in block 0, the rest in block 1);
+    every pair ``i < j`` is then an edge independently with probability ``a / n`` inside a block and ``b / n``
+    across (plain Bernoulli edges, no self-loops, no multi-edges). The mean degree is about ``(a + b) / 2``.
+
+    Args:
+        n: number of nodes (>= 2).
+        a, b: within- and across-block connectivities, in ``[0, n]``.
+        count: number of graphs (>= 0).
+        seed: seed of the NumPy generator (>= 0); equal seeds give identical graphs.
+
+    Returns:
+        ``(edges, labels)``: a list of ``count`` int64 arrays of shape ``(2, m_g)`` (each undirected edge once,
+        ``i < j``) and an int64 array of shape ``(count, n)`` of block labels in ``{0, 1}``.
+    """
+    check_int("n", n, minimum=2)
+    check_range("a", a, 0.0, float(n))
+    check_range("b", b, 0.0, float(n))
+    check_int("count", count, minimum=0)
+    check_int("seed", seed, minimum=0)
+    rng = np.random.default_rng(seed)
+    iu, ju = _sbm_pairs(n)
+    base = np.repeat([0, 1], [n // 2, n - n // 2]).astype(np.int64)
+    labels = np.empty((count, n), dtype=np.int64)
+    edges = []
+    for g in range(count):
+        lab = rng.permutation(base)
+        p = np.where(lab[iu] == lab[ju], a / n, b / n)
+        keep = rng.random(iu.size) < p
+        labels[g] = lab
+        edges.append(np.stack([iu[keep], ju[keep]]))
+    return edges, labels
+
+
+def binary_sbm(n: int, a: float, b: float, seed: int = 0) -> tuple[nx.Graph, np.ndarray]:
+    """One two-block sparse SBM graph (see :func:`binary_sbm_edges`) as a networkx graph with nodes ``0..n-1``
+    and node attribute ``"block"``, and its int64 label array of shape ``(n,)``."""
+    edges, labels = binary_sbm_edges(n, a, b, 1, seed)
+    G = nx.Graph()
+    G.add_nodes_from(range(n))
+    G.add_edges_from(map(tuple, edges[0].T.tolist()))
+    nx.set_node_attributes(G, {i: int(labels[0, i]) for i in range(n)}, "block")
+    return G, labels[0]
