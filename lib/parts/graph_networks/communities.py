@@ -278,3 +278,35 @@ def run_sbm(a: float, b: float, *, n: int = 250, K: int = 120, n_train: int = 60
     for method in SPECTRAL_METHODS:
         out["overlap"][f"spectral-{method}"] = spectral_overlaps(test_edges, test_labels, n, method)
     return out
+
+
+def linear_readout_overlap(features: np.ndarray, labels: np.ndarray, k: int, seed: int = 0) -> float:
+    """Overlap of the best linear read-out of the first ``k + 1`` feature columns of one graph: least squares of
+    the :math:`\\pm1` labels on ``[features[:, :k+1], 1]`` fitted on a random half of the nodes and scored (by the
+    sign of the fit) on the other half. A diagnostic of how much a GA-MLP's features hold, not a trained model.
+
+    Args:
+        features: ``(n, K + 1)`` (one graph of :func:`gamlp_features`); labels: ``(n,)`` in ``{0, 1}``;
+        k: highest power used (``0 <= k <= K``); seed: seed of the node split.
+    """
+    features, labels = np.asarray(features, dtype=np.float64), np.asarray(labels)
+    if features.ndim != 2 or labels.shape != (features.shape[0],):
+        raise ValueError(f"features must be (n, K+1) and labels (n,), got {features.shape} and {labels.shape}")
+    check_int("k", k, minimum=0, maximum=features.shape[1] - 1)
+    n = features.shape[0]
+    perm = np.random.default_rng(seed).permutation(n)
+    fit, score = perm[: n // 2], perm[n // 2 :]
+    X = np.hstack([features[:, : k + 1], np.ones((n, 1))])
+    coef = np.linalg.lstsq(X[fit], 2.0 * labels[fit] - 1.0, rcond=None)[0]
+    pred = (X[score] @ coef > 0).astype(np.int64)
+    return float(overlap(pred, labels[score]))
+
+
+def bethe_spectra(edge, n: int) -> dict:
+    """Eigen-decompositions of one graph's :math:`A` and :math:`H(\\sqrt c)` (dense, for the chapter's widget):
+    dict with ``"A"`` and ``"H"`` -> (eigenvalues ascending ``(n,)``, eigenvectors ``(n, n)``) and ``"c"``."""
+    check_int("n", n, minimum=2)
+    A = _block_adjacency([edge], n).toarray()
+    d = A.sum(axis=1)
+    r = np.sqrt(d.mean())
+    return {"A": np.linalg.eigh(A), "H": np.linalg.eigh((r * r - 1) * np.eye(n) - r * A + np.diag(d)), "c": d.mean()}
