@@ -84,8 +84,16 @@ class SGNN(nn.Module):
     both directions) -> logits ``(G * n, n_classes)``.
     """
 
-    def __init__(self, d_in: int = 1, width: int = 10, depth: int = 10, n_classes: int = 2, powers: int = 2,
-                 *, init_scale: float = 1.0):
+    def __init__(
+        self,
+        d_in: int = 1,
+        width: int = 10,
+        depth: int = 10,
+        n_classes: int = 2,
+        powers: int = 2,
+        *,
+        init_scale: float = 1.0,
+    ):
         super().__init__()
         check_int("depth", depth, minimum=1)
         check_int("n_classes", n_classes, minimum=1)

@@ -92,7 +92,7 @@ def block_operator(edges, n: int, operator: str, *, kappa: float = 8.0, eps: flo
     return sp.csr_array(sp.diags_array(kappa - r * r + 1.0 - d) + sp.diags_array(r) @ A)
 
 
-def gamlp_features(edges, n: int, operator: str, K: int, *, kappa: float = 8.0) -> np.ndarray:
+def power_features(edges, n: int, operator: str, K: int, *, kappa: float = 8.0) -> np.ndarray:
     """GA-MLP features :math:`[\\mathbf 1, M\\mathbf 1, \\dots, M^K\\mathbf 1]` of each graph, each power rescaled
     to unit norm per graph and then standardised over the graph's nodes (a constant column becomes 0).
 
@@ -179,7 +179,7 @@ class _GraphStream:
         if self._index != c:
             seed = int(np.random.SeedSequence([self.seed, c]).generate_state(1)[0])
             edges, labels = generators.binary_sbm_edges(self.n, self.a, self.b, self.chunk, seed)
-            feats = [gamlp_features(edges, self.n, op, self.K, kappa=self.kappa) for op in self.operators]
+            feats = [power_features(edges, self.n, op, self.K, kappa=self.kappa) for op in self.operators]
             self._index, self._data = c, (edges, labels, feats)
         edges, labels, feats = self._data
         return edges[j], labels[j], [f[j] for f in feats]
@@ -189,13 +189,28 @@ def _both_ways(edge: np.ndarray) -> torch.Tensor:
     return torch.as_tensor(np.concatenate([edge, edge[::-1]], axis=1))
 
 
-def run_sbm(a: float, b: float, *, n: int = 250, K: int = 120, n_train: int = 6000, n_test: int = 200,
-            hidden: int = 10, operators=GAMLP_OPERATORS, sgnn_depth: int = 30, sgnn_width: int = 10,
-            sgnn_train: int | None = None, lr: float = 1e-3, clip: float = 40.0, kappa: float = 8.0,
-            seed: int = 0, chunk: int = 200) -> dict:
+def run_sbm(
+    a: float,
+    b: float,
+    *,
+    n: int = 250,
+    K: int = 120,
+    n_train: int = 6000,
+    n_test: int = 200,
+    hidden: int = 10,
+    operators=GAMLP_OPERATORS,
+    sgnn_depth: int = 30,
+    sgnn_width: int = 10,
+    sgnn_train: int | None = None,
+    lr: float = 1e-3,
+    clip: float = 40.0,
+    kappa: float = 8.0,
+    seed: int = 0,
+    chunk: int = 200,
+) -> dict:
     """Train and test every model of Fig 2.4 at one SBM setting ``(a, b)``; one fresh graph per training step.
 
-    The GA-MLPs (``rho`` = ``(K+1) -> hidden -> 2`` ReLU MLP on :func:`gamlp_features`, one per operator) train
+    The GA-MLPs (``rho`` = ``(K+1) -> hidden -> 2`` ReLU MLP on :func:`power_features`, one per operator) train
     together with :func:`lib.train.train_stacked`, all on the same graph at each step; the sGNN
     (:class:`~lib.models.sgnn.SGNN`, ``sgnn_depth`` layers on :math:`\\{I,A,A^2\\}`; ``sgnn_depth=0`` skips it)
     with :func:`lib.train.train`, on ``sgnn_train`` graphs (default ``n_train``) of the same stream. Adam with
@@ -225,8 +240,12 @@ def run_sbm(a: float, b: float, *, n: int = 250, K: int = 120, n_train: int = 60
     check_int("seed", seed, minimum=0)
     check_int("chunk", chunk, minimum=1)
     operators = tuple(operators)
-    out = {"overlap": {}, "loss": {}, "diverged": {},
-           "settings": dict(a=a, b=b, n=n, K=K, n_train=n_train, n_test=n_test, sgnn_depth=sgnn_depth)}
+    out = {
+        "overlap": {},
+        "loss": {},
+        "diverged": {},
+        "settings": dict(a=a, b=b, n=n, K=K, n_train=n_train, n_test=n_test, sgnn_depth=sgnn_depth),
+    }
     test_seed = int(np.random.SeedSequence([2 * seed + 1, 0]).generate_state(1)[0])
     test_edges, test_labels = generators.binary_sbm_edges(n, a, b, n_test, test_seed)
     ytest = torch.as_tensor(test_labels)
@@ -244,9 +263,18 @@ def run_sbm(a: float, b: float, *, n: int = 250, K: int = 120, n_train: int = 60
             x, y = batch
             return permutation_ce(model(x), y)
 
-        res = trainer.train(model, gamlp_loss, lr=lr, steps=n_train - 1, optimizer="adam", batch_fn=gamlp_batch,
-                            clip_norm=clip, record_every=max(1, n_train // 50), progress=False)
-        x = torch.as_tensor(gamlp_features(test_edges, n, op, K, kappa=kappa))
+        res = trainer.train(
+            model,
+            gamlp_loss,
+            lr=lr,
+            steps=n_train - 1,
+            optimizer="adam",
+            batch_fn=gamlp_batch,
+            clip_norm=clip,
+            record_every=max(1, n_train // 50),
+            progress=False,
+        )
+        x = torch.as_tensor(power_features(test_edges, n, op, K, kappa=kappa))
         with torch.no_grad():
             pred = model(x).argmax(-1).numpy()
         out["overlap"][f"GA-MLP-{op}"] = overlap(pred, test_labels)
@@ -266,8 +294,17 @@ def run_sbm(a: float, b: float, *, n: int = 250, K: int = 120, n_train: int = 60
             ei, y = batch
             return permutation_ce(model(torch.ones(n, 1), ei, n), y)
 
-        res = trainer.train(net, sgnn_loss, lr=lr, steps=sgnn_train - 1, optimizer="adam", batch_fn=sgnn_batch,
-                            clip_norm=clip, record_every=max(1, sgnn_train // 50), progress=False)
+        res = trainer.train(
+            net,
+            sgnn_loss,
+            lr=lr,
+            steps=sgnn_train - 1,
+            optimizer="adam",
+            batch_fn=sgnn_batch,
+            clip_norm=clip,
+            record_every=max(1, sgnn_train // 50),
+            progress=False,
+        )
         ei = torch.cat([_both_ways(e) + g * n for g, e in enumerate(test_edges)], dim=1)
         with torch.no_grad():
             pred = net(torch.ones(n_test * n, 1), ei, n).argmax(-1).reshape(n_test, n).numpy()
@@ -286,7 +323,7 @@ def linear_readout_overlap(features: np.ndarray, labels: np.ndarray, k: int, see
     sign of the fit) on the other half. A diagnostic of how much a GA-MLP's features hold, not a trained model.
 
     Args:
-        features: ``(n, K + 1)`` (one graph of :func:`gamlp_features`); labels: ``(n,)`` in ``{0, 1}``;
+        features: ``(n, K + 1)`` (one graph of :func:`power_features`); labels: ``(n,)`` in ``{0, 1}``;
         k: highest power used (``0 <= k <= K``); seed: seed of the node split.
     """
     features, labels = np.asarray(features, dtype=np.float64), np.asarray(labels)

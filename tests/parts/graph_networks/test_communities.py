@@ -81,7 +81,7 @@ def test_block_operators_match_per_graph_formulas():
 def test_gamlp_features_equal_standardised_dense_powers():
     edges, _ = generators.binary_sbm_edges(30, 5, 1, 3, seed=2)
     K = 6
-    F = cm.gamlp_features(edges, 30, "A", K)
+    F = cm.power_features(edges, 30, "A", K)
     assert F.shape == (3, 30, K + 1) and F.dtype == np.float32
     A = cm.block_operator(edges[1:2], 30, "A").toarray()
     for k in range(1, K + 1):
@@ -95,7 +95,7 @@ def test_spectral_and_readout_recover_easy_communities():
     edges, labels = generators.binary_sbm_edges(200, 12, 0.5, 3, seed=4)
     for m in cm.SPECTRAL_METHODS:
         assert cm.spectral_overlaps(edges, labels, 200, m).mean() > 0.8
-    F = cm.gamlp_features(edges[:1], 200, "H", 20)[0]
+    F = cm.power_features(edges[:1], 200, "H", 20)[0]
     assert cm.linear_readout_overlap(F, labels[0], 20) > 0.6
     with pytest.raises(ValueError, match="method"):
         cm.spectral_partition(edges[0], 200, "laplacian")
@@ -133,8 +133,7 @@ def test_run_sbm_small_is_reproducible_and_validated():
     kw = dict(n=40, K=4, n_train=6, n_test=3, sgnn_depth=2, chunk=4)
     r1 = cm.run_sbm(5.0, 1.0, **kw)
     r2 = cm.run_sbm(5.0, 1.0, **kw)
-    assert set(r1["overlap"]) == {"GA-MLP-A", "GA-MLP-H", "GA-MLP-A1", "sGNN", "spectral-adjacency",
-                                  "spectral-bethe"}
+    assert set(r1["overlap"]) == {"GA-MLP-A", "GA-MLP-H", "GA-MLP-A1", "sGNN", "spectral-adjacency", "spectral-bethe"}
     for k in r1["overlap"]:
         assert r1["overlap"][k].shape == (3,)
         assert np.array_equal(r1["overlap"][k], r2["overlap"][k])
