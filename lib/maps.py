@@ -48,6 +48,62 @@ def iterate_map(F: Callable, x0, steps: int, *, keep: int | None = None, bound: 
     return out
 
 
+def stop_at_divergence(history: dict, keys=None, *, batch_ndim: int = 0, bound: float = 1e8,
+                       factor: float | None = 1e6) -> dict:
+    """Apply the book's divergence rule to the history of a hand-written map, batched or not.
+
+    A run diverges at the first step where one of its recorded values is not finite, exceeds ``bound`` in
+    magnitude, or exceeds ``factor`` times its largest magnitude at step 0 (when that is > 0; ``factor=None``
+    switches the relative test off). The history up to and including that step is kept; later entries become
+    NaN, as if the run had stopped there.
+
+    Args:
+        history: name -> array of shape ``(T, *batch, ...)`` (the same ``T`` and batch shape for all).
+        keys: the names the rule looks at (default: all).
+        batch_ndim: number of batch axes after the time axis (runs that diverge independently).
+        bound: absolute bound (> 0).
+        factor: relative bound (> 1) or None.
+
+    Returns:
+        a new dict: the masked arrays, plus ``diverged`` (batch-shaped bool) and ``diverged_step`` (batch-shaped
+        int, -1 where the run did not diverge).
+    """
+    check_positive("bound", bound)
+    if factor is not None:
+        check_positive("factor", factor)
+        if factor <= 1:
+            raise ValueError(f"factor must be > 1 or None, got {factor!r}")
+    check_int("batch_ndim", batch_ndim, minimum=0)
+    if not isinstance(history, dict) or not history:
+        raise ValueError("history must be a non-empty dict name -> array")
+    keys = list(history) if keys is None else list(keys)
+    arrays = {k: np.asarray(v, dtype=float) for k, v in history.items()}
+    T = arrays[keys[0]].shape[0]
+    batch = arrays[keys[0]].shape[1:1 + batch_ndim]
+    bad = np.zeros((T, *batch), dtype=bool)
+    for k in keys:
+        a = arrays[k]
+        if a.shape[:1 + batch_ndim] != (T, *batch):
+            raise ValueError(f"history[{k!r}] has shape {a.shape}, expected (T={T}, *{batch}, ...)")
+        mag = np.abs(a.reshape(T, *batch, -1))
+        with np.errstate(invalid="ignore"):
+            b = ~np.isfinite(mag).all(axis=-1) | (np.nan_to_num(mag, nan=np.inf).max(axis=-1) > bound)
+            if factor is not None:
+                start = mag[0].max(axis=-1)
+                b |= (start > 0) & (np.nan_to_num(mag, nan=np.inf).max(axis=-1) > factor * start)
+        bad |= b
+    diverged = bad.any(axis=0)
+    step = np.where(diverged, bad.argmax(axis=0), -1)
+    after = np.arange(T).reshape(T, *([1] * len(batch))) > np.where(diverged, step, T)
+    out = {}
+    for k, a in arrays.items():
+        mask = after.reshape(after.shape + (1,) * (a.ndim - after.ndim))
+        out[k] = np.where(mask, np.nan, a)
+    out["diverged"] = diverged if batch else bool(diverged)
+    out["diverged_step"] = step if batch else int(step)
+    return out
+
+
 def detect_period(traj, max_period: int = 64, tol: float = 1e-6) -> np.ndarray:
     """Smallest period of the tail of a trajectory.
 

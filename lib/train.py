@@ -193,15 +193,21 @@ def train(
         batch = batch_fn(step, generator) if batch_fn is not None else None
         return loss_fn(params, batch) if batch_fn is not None else loss_fn(params)
 
-    def log(step, loss_value, lr_t):
+    def log(step, loss_value, lr_t, diverged=False):
         history["step"].append(step)
         history["loss"].append(loss_value)
         history["lr"].append(lr_t)
-        if record is not None:
-            with torch.no_grad():
-                stats = record(params, step)
-            for k, v in stats.items():
-                history.setdefault(k, []).append(v)
+        if record is None:
+            return
+        if diverged:  # record() never sees diverged parameters: its statistics are NaN at that step
+            for k, v in history.items():
+                if k not in ("step", "loss", "lr"):
+                    v.append(np.full_like(np.asarray(v[-1], dtype=float), np.nan))
+            return
+        with torch.no_grad():
+            stats = record(params, step)
+        for k, v in stats.items():
+            history.setdefault(k, []).append(v)
 
     loss0 = None
     for step in _iterate(steps, progress):
@@ -212,7 +218,7 @@ def train(
         diverged = (not math.isfinite(loss_value) or _optim.norm(leaves) > divergence_bound
                     or _optim.loss_blew_up(loss_value, loss0, divergence_factor))
         if recorded(step) or step == steps or diverged:
-            log(step, loss_value, lr_t)
+            log(step, loss_value, lr_t, diverged)
         if diverged:
             result.diverged, result.diverged_step = True, step
             break

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from lib import config, curvature, maps, widgets
 
-torch.set_default_dtype(torch.float64)
+pytestmark = pytest.mark.usefixtures("float64_default")
 
 
 # ------------------------------------------------------------------------------------------------ config
@@ -158,3 +158,17 @@ def test_slider_figure_has_live_and_static_forms():
 
 def test_environment_not_polluted():
     assert os.environ.get("BOOK_MODE") in ("quick", "full")
+
+
+def test_stop_at_divergence_masks_after_the_first_bad_step():
+    from lib.maps import stop_at_divergence
+
+    hist = {"x": np.array([[1.0, 1.0], [2.0, np.inf], [1e7, 5.0], [3.0, 1.0]]), "y": np.zeros((4, 2, 3))}
+    out = stop_at_divergence(hist, ["x"], batch_ndim=1)
+    assert out["diverged"].tolist() == [True, True] and out["diverged_step"].tolist() == [2, 1]
+    assert np.isnan(out["x"][3, 0]) and out["x"][2, 0] == 1e7 and np.isnan(out["y"][2:, 1]).all()
+    single = stop_at_divergence({"x": np.array([1.0, 0.5, 0.2])})
+    assert single["diverged"] is False and single["diverged_step"] == -1
+    for bad in (dict(bound=0), dict(factor=1.0), dict(batch_ndim=-1)):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            stop_at_divergence(hist, **bad)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from lib.config import check_int, check_positive
+from lib.maps import stop_at_divergence
 from lib.parts.concept_learning.sim_data import (
     as_concepts,
     augmented_moment,
@@ -98,10 +99,12 @@ def theorem41_terms(mu, sigma, times, W0=None, d: int | None = None, z=None) -> 
     return G, N
 
 
-def one_layer_gd(mu, sigma, lr: float, steps: int, W0=None, d: int | None = None) -> np.ndarray:
+def one_layer_gd(mu, sigma, lr: float, steps: int, W0=None, d: int | None = None) -> dict:
     """Exact population-loss GD for the one-layer model: ``W_j - I_s = (W_0 - I_s)(I - lr A)^j``.
 
-    Returns the outputs ``f(W_j, x_hat)``, shape ``(steps + 1, d)`` (the Euler discretisation of Thm 4.1).
+    Returns a dict: ``outputs`` ``f(W_j, x_hat)``, shape ``(steps + 1, d)`` (the Euler discretisation of
+    Thm 4.1), and ``diverged``, ``diverged_step`` (-1 if never) by :func:`lib.maps.stop_at_divergence` (GD
+    diverges when ``lr * a_k > 2`` for some rate ``a_k``; outputs after the divergence are NaN).
     """
     check_positive("lr", lr)
     check_int("steps", steps, minimum=0)
@@ -110,11 +113,12 @@ def one_layer_gd(mu, sigma, lr: float, steps: int, W0=None, d: int | None = None
     s = mu_arr.size
     a = concept_rates(mu_arr, sig)
     j = np.arange(steps + 1)
-    decay = (1.0 - lr * a)[None, :] ** j[:, None]  # (J, s)
-    out = np.zeros((j.size, d))
-    out[:, :s] = (1.0 - decay) * mu_arr[None]
-    out += (decay * mu_arr[None]) @ W0[:, :s].T
-    return out
+    with np.errstate(over="ignore", invalid="ignore"):
+        decay = (1.0 - lr * a)[None, :] ** j[:, None]  # (J, s)
+        out = np.zeros((j.size, d))
+        out[:, :s] = (1.0 - decay) * mu_arr[None]
+        out += (decay * mu_arr[None]) @ W0[:, :s].T
+    return stop_at_divergence({"outputs": out})
 
 
 def affine_rates(mu, sigma, origin_cluster: bool = False) -> np.ndarray:

@@ -9,6 +9,7 @@ import math
 import numpy as np
 
 from lib.config import check_int, check_positive, check_range
+from lib.maps import stop_at_divergence
 
 
 def scalar_fact_step(x, y, eta, mu: float = 1.0):
@@ -249,7 +250,8 @@ def run_single_neuron_population(K, steps: int, v0=0.1, w0=(0.0, 0.1)):
     """Population GD (reduced map) from ``(v0, w0)`` with teacher ``[1, 0]``; ``K``, ``v0`` may be arrays.
 
     ``w0 = (w_x, w_y)`` may hold arrays too. Returns a dict of arrays ``v, wx, wy`` of shape
-    ``(steps + 1, *S)``.
+    ``(steps + 1, *S)``, and ``diverged``, ``diverged_step`` of shape ``S`` (:func:`lib.maps.stop_at_divergence`:
+    entries after a run's divergence are NaN).
     """
     check_int("steps", steps, minimum=0)
     K = np.asarray(K, dtype=float)
@@ -264,7 +266,7 @@ def run_single_neuron_population(K, steps: int, v0=0.1, w0=(0.0, 0.1)):
         for t in range(1, steps + 1):
             v, wx, wy = single_neuron_reduced_step(v, wx, wy, K)
             out["v"][t], out["wx"][t], out["wy"][t] = v, wx, wy
-    return out
+    return stop_at_divergence(out, batch_ndim=v.ndim)
 
 
 def run_single_neuron_empirical(X, eta: float, steps: int, v0=0.1, w0=(0.0, 0.1), w_teacher=(1.0, 0.0)):
@@ -274,6 +276,8 @@ def run_single_neuron_empirical(X, eta: float, steps: int, v0=0.1, w0=(0.0, 0.1)
     Returns a dict with ``v`` ``(steps+1, B)``, ``w`` ``(steps+1, B, d)``, ``loss`` ``(steps+1, B)``;
     with 2-D ``X``
     the batch axis is dropped. ``w`` is reported in the teacher frame only when ``d = 2`` (``wx, wy`` keys).
+    ``diverged`` ``(B,)`` and ``diverged_step`` ``(B,)`` (-1 if never) follow :func:`lib.maps.stop_at_divergence`;
+    entries after a run's divergence are NaN.
     """
     check_positive("eta", eta)
     check_int("steps", steps, minimum=0)
@@ -308,8 +312,10 @@ def run_single_neuron_empirical(X, eta: float, steps: int, v0=0.1, w0=(0.0, 0.1)
     if d == 2:
         out["wx"] = ws[..., 0] * wt[0] / np.linalg.norm(wt) + ws[..., 1] * wt[1] / np.linalg.norm(wt)
         out["wy"] = np.abs(ws[..., 0] * (-wt[1]) + ws[..., 1] * wt[0]) / np.linalg.norm(wt)
+    out = stop_at_divergence(out, ["v", "w", "loss"], batch_ndim=1)
     if single:
-        out = {k: a[:, 0] for k, a in out.items()}
+        out = {k: (a[:, 0] if np.ndim(a) > 1 else a[0]) for k, a in out.items()}
+        out["diverged"], out["diverged_step"] = bool(out["diverged"]), int(out["diverged_step"])
     return out
 
 

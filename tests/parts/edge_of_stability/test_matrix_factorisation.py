@@ -13,7 +13,7 @@ from lib.data.sphere import sample_sphere
 from lib.models.mlp import ReLUMLP
 from lib.parts.edge_of_stability import beyond_low_dimension, matrix_factorisation, one_dimensional
 
-torch.set_default_dtype(torch.float64)
+pytestmark = pytest.mark.usefixtures("float64_default")
 
 
 # ------------------------------------------------------------------------------------------------ Eq. (8)
