@@ -172,3 +172,25 @@ def test_stop_at_divergence_masks_after_the_first_bad_step():
     for bad in (dict(bound=0), dict(factor=1.0), dict(batch_ndim=-1)):
         with pytest.raises(ValueError, match=next(iter(bad))):
             stop_at_divergence(hist, **bad)
+
+
+def test_cobweb_and_plot_helpers_draw_what_they_say():
+    import matplotlib.pyplot as plt
+
+    from lib import plots
+    from lib.models.unet import CondUNet, UNetConfig, num_params
+
+    fig, axes = plt.subplots(1, 4)
+    maps.cobweb(axes[0], lambda x: 3.2 * x * (1 - x), 0.2, 10, (0, 1))
+    assert len(axes[0].lines) >= 3  # the map, the diagonal, the path
+    with pytest.raises(ValueError, match="steps"):
+        maps.cobweb(axes[0], lambda x: x, 0.2, -1, (0, 1))
+    plots.phase_heatmap(axes[1], np.arange(3), np.arange(2), np.zeros((2, 3)), xlabel="a", ylabel="b")
+    assert axes[1].get_xlabel() == "a" and (axes[1].images or axes[1].collections)
+    plots.bifurcation_scatter(axes[2], np.repeat([1.0, 2.0], 4), np.arange(8.0), xlabel="K", ylabel="x")
+    assert axes[2].collections and axes[2].get_xlabel() == "K"
+    plots.shade_phases(axes[3], [0, 1, 2], ["I", "II"])
+    assert len(axes[3].patches) == 2 and {t.get_text() for t in axes[3].texts} == {"I", "II"}
+    plt.close(fig)
+    net = CondUNet(UNetConfig(channels=(8, 8)))
+    assert num_params(net) == sum(p.numel() for p in net.parameters() if p.requires_grad)

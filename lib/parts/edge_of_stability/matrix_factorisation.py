@@ -295,6 +295,9 @@ def mf_bifurcation(K_values, *, ratio: float = 0.2, d: int = 4, steps: int = 600
     """
     check_range("ratio", ratio, 0.0, 1.0, lo_open=True)
     check_int("d", d, minimum=2)
+    check_int("steps", steps, minimum=1)
+    check_int("keep", keep, minimum=1, maximum=steps)
+    check_positive("scale", scale)
     K = np.asarray(K_values, float)
     if K.ndim != 1 or np.any(K <= 0):
         raise ValueError("K_values must be a 1-D array of positive numbers")

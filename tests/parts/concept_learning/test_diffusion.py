@@ -182,3 +182,10 @@ def test_experiment_runs_in_float32_whatever_the_default_dtype(float64_default):
                                                n_checkpoints=2, first_checkpoint=1, samples=2, sample_steps=2,
                                                classifier_steps=2, channels=(8, 8))
     assert r["concepts"].shape[:2] == (1, 1) and np.isfinite(r["concepts"]).all() and not r["diverged"].any()
+
+
+def test_concept_mse_and_learned_step():
+    assert diffusion.concept_mse(np.array([[1.0, 1.0], [0.0, 1.0]])).tolist() == [0.0, 1.0]
+    steps = np.array([10, 20, 40, 80, 160])
+    assert diffusion.learned_step(np.array([0.1, 0.2, 0.9, 0.95, 0.97]), steps, 0.8) == 40
+    assert diffusion.learned_step(np.array([0.1, 0.9, 0.1, 0.2, 0.1]), steps, 0.8) == np.inf  # one-checkpoint spike

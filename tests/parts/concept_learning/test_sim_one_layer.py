@@ -231,3 +231,13 @@ def test_one_layer_gd_records_divergence_and_keeps_the_history():
     k = run["diverged_step"]
     assert run["diverged"] and 0 < k < 2000
     assert np.isfinite(run["outputs"][: k + 1]).all() and np.isnan(run["outputs"][k + 1 :]).all()
+
+
+def test_rate_sampling_std_matches_monte_carlo():
+    mu, sig, n = np.array([1.0, 2.0]), np.array([0.3, 0.5]), 50
+    s = mu.size
+    rng = np.random.default_rng(0)
+    # each cluster k: n points with x_k = mu_k + sig_k z, the other coordinate pure noise sig_j z
+    x = rng.standard_normal((4000, s, n, s)) * sig[None, None, None, :] + np.eye(s)[None, :, None, :] * mu
+    a_hat = (x**2).sum(axis=(1, 2)) / (s * n)  # (runs, s)
+    np.testing.assert_allclose(a_hat.std(axis=0), sim_one_layer.rate_sampling_std(mu, sig, n), rtol=0.08)
