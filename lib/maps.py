@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from lib.config import check_int, check_positive
+from lib.config import check_array, check_callable, check_finite, check_int, check_positive
 
 
 def iterate_map(F: Callable, x0, steps: int, *, keep: int | None = None, bound: float = 1e12):
@@ -28,11 +28,12 @@ def iterate_map(F: Callable, x0, steps: int, *, keep: int | None = None, bound: 
     Returns:
         array of shape ``(T, *S)`` with ``T = steps + 1`` or ``keep``.
     """
+    check_callable("F", F)
     check_int("steps", steps, minimum=0)
     check_positive("bound", bound)
     if keep is not None:
         check_int("keep", keep, minimum=1, maximum=steps + 1)
-    x = np.array(x0, dtype=float, copy=True)
+    x = check_array("x0", x0)
     n_keep = steps + 1 if keep is None else keep
     out = np.empty((n_keep, *x.shape))
     start = steps + 1 - n_keep
@@ -116,7 +117,7 @@ def detect_period(traj, max_period: int = 64, tol: float = 1e-6) -> np.ndarray:
         integer array of shape ``S``: the period ``p >= 1``, ``0`` if none up to ``max_period`` (quasi-periodic
         or chaotic), ``-1`` if the trajectory diverged.
     """
-    traj = np.asarray(traj, dtype=float)
+    traj = check_array("traj", traj, finite=False)  # NaN/inf: a diverged run (period -1)
     check_int("max_period", max_period, minimum=1)
     check_positive("tol", tol)
     if traj.ndim < 1 or traj.shape[0] <= 2 * max_period:
@@ -142,7 +143,8 @@ def bifurcation_diagram(F_param: Callable, params, x0, transient: int = 2000, ke
 
     Returns ``(p_rep, x)``, two flat arrays of length ``len(params) * keep`` ready for a scatter plot.
     """
-    params = np.asarray(params, dtype=float)
+    check_callable("F_param", F_param)
+    params = check_array("params", params)
     if params.ndim != 1 or params.size == 0:
         raise ValueError("params must be a non-empty 1-D array")
     check_int("transient", transient, minimum=0)
@@ -160,9 +162,13 @@ def two_step_fixed_points(F: Callable, lo: float, hi: float, n_grid: int = 4001,
     """
     from scipy.optimize import brentq
 
-    if not hi > lo:
-        raise ValueError(f"hi must exceed lo, got lo={lo}, hi={hi}")
+    check_callable("F", F)
+    check_finite("lo", lo)
+    check_finite("hi", hi)
+    if not lo < hi:
+        raise ValueError(f"hi must be > lo = {lo}, got {hi}")
     check_int("n_grid", n_grid, minimum=3)
+    check_positive("tol", tol)
     g = lambda x: F(F(x)) - x
     xs = np.linspace(lo, hi, n_grid)
     with np.errstate(all="ignore"):

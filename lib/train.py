@@ -43,7 +43,12 @@ def step_decay(at: int, factor: float) -> Callable[[int], float]:
 
 def piecewise(boundaries, values) -> Callable[[int], float]:
     """Multiplier ``values[i]`` on ``[boundaries[i-1], boundaries[i])``; needs ``len(values) == len(boundaries)+1``."""
+    for name, arg in (("boundaries", boundaries), ("values", values)):
+        if isinstance(arg, (str, bytes)) or not hasattr(arg, "__iter__"):
+            raise ValueError(f"{name} must be a sequence of numbers, got {arg!r}")
     boundaries, values = list(boundaries), list(values)
+    for b in boundaries:
+        check_int("boundaries", b, minimum=0)
     if len(values) != len(boundaries) + 1:
         raise ValueError(f"values must have len(boundaries)+1 = {len(boundaries) + 1} entries, got {len(values)}")
     if boundaries != sorted(boundaries):

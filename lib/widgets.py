@@ -61,6 +61,7 @@ def render_png(fig, dpi: int = 72) -> bytes:
 def static_grid(sliders: dict[str, list], static: dict[str, Sequence] | None, max_frames: int) -> dict[str, list]:
     """Values of each slider in the static form: ``static`` if given, else ``sliders``, thinned so that the
     number of combinations stays at most ``max_frames``."""
+    check_int("max_frames", max_frames, minimum=1)
     grid = {k: list(static[k]) if static and k in static else list(v) for k, v in sliders.items()}
     while int(np.prod([len(v) for v in grid.values()])) > max_frames:
         longest = max(grid, key=lambda k: len(grid[k]))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import networkx as nx
 import numpy as np
 
-from ..config import check_int, check_range
+from ..config import check_bool, check_int, check_range, check_seed
 
 #: Neighbourhoods of nodes 1-10 in the two graphs of Fig 2.1 / A.1, as listed in the proof of Lemma A.9 (thesis
 #: numbering 1..14). Nodes 11-14 have the same neighbourhoods in both graphs, which these lists imply. The proof's
@@ -47,6 +47,7 @@ def fig21_pair(*, typo: bool = False) -> tuple[nx.Graph, nx.Graph]:
     """The two 14-node graphs ``(G, G')`` of Fig 2.1 / A.1 (thesis node ``i`` is node ``i - 1`` here).
 
     With ``typo=True`` node 7 is joined to 13 instead of 14 in both graphs, as Eq. (A.39) of the proof reads."""
+    check_bool("typo", typo)
     pair = []
     for key in ("G", "G'"):
         nbrs = dict(FIG21_NEIGHBOURS[key])
@@ -88,6 +89,7 @@ def random_regular(d: int, n: int, seed: int = 0) -> nx.Graph:
     """A random ``d``-regular graph on ``n`` nodes (``n * d`` even), reproducible from ``seed``."""
     check_int("d", d, minimum=0)
     check_int("n", n, minimum=d + 1)
+    check_seed("seed", seed)
     if (n * d) % 2:
         raise ValueError(f"n * d must be even, got n={n}, d={d}")
     return nx.random_regular_graph(d, n, seed=seed)

@@ -29,7 +29,7 @@ import numpy as np
 import torch
 from torch.func import functional_call, stack_module_state
 
-from lib.config import check_int, check_positive, check_range, check_shape
+from lib.config import check_array, check_finite, check_int, check_positive, check_range, check_shape
 from lib.curves import hitting_time
 from lib.train import train_stacked
 
@@ -156,6 +156,8 @@ def train_ensemble(models: list[torch.nn.Module], images: torch.Tensor, cond: to
     K = len(models)
     check_int("steps", steps, minimum=1)
     check_int("batch_size", batch_size, minimum=1)
+    check_int("sample_steps", sample_steps, minimum=1)
+    check_int("keep_images", keep_images, minimum=0)
     check_positive("lr", lr)
     check_positive("weight_decay", weight_decay, allow_zero=True)
     check_shape("images", images, (K, None, None, None, None))
@@ -342,4 +344,7 @@ def learned_step(values, steps, level: float) -> float:
     """First checkpoint step at which a concept counts as learned: the running median over 3 checkpoints of
     its read-out ``values`` (P,) reaches ``level`` (one-checkpoint spikes of the noisy classifier are ignored);
     ``inf`` if it never does. A thin wrapper of :func:`lib.curves.hitting_time`."""
+    values = check_array("values", values, finite="some")
+    steps = check_array("steps", steps)
+    check_finite("level", level)
     return hitting_time(steps, values, level, direction="up", interpolate=False, window=3, never=np.inf)

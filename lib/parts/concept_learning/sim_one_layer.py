@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lib.config import check_int, check_positive
+from lib.config import check_array, check_int, check_positive
 from lib.maps import stop_at_divergence
 from lib.parts.concept_learning.sim_data import (
     as_concepts,
@@ -73,6 +73,7 @@ def one_layer_flow(mu, sigma, times, W0=None, d: int | None = None) -> np.ndarra
     Returns:
         array ``(T, d)``: ``1{k<=s}(1 - e^{-a_k t}) mu_k + sum_{i<=s} e^{-a_i t} w_ki(0) mu_i`` (Eq. 4.2).
     """
+    check_array("times", times)
     G, N = theorem41_terms(mu, sigma, times, W0=W0, d=d)
     return G + N
 
@@ -190,7 +191,8 @@ def predicted_learning_times(mu, sigma, horizon: float = np.inf, lr: float | Non
     T]``
     (``T = horizon``), or ``(1 - (1 - lr a_k)^{T / lr}) / a_k`` for GD with step ``lr``. Shape ``(s,)``."""
     a = concept_rates(mu, sigma)
-    check_positive("horizon", horizon)
+    if not (isinstance(horizon, (int, float, np.floating)) and horizon == np.inf):  # inf: the flow's limit
+        check_positive("horizon", horizon)
     if np.isinf(horizon):
         return 1.0 / a
     if lr is None:

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from lib.config import check_int, check_positive, check_range
+from lib.config import check_array, check_int, check_positive, check_range
 from lib.curves import hitting_time
 from lib.data.tokens import repeat_prefix_tokens
 from lib.models.transformer import Transformer, TransformerConfig
@@ -221,8 +221,8 @@ def plateau_and_drop(step, loss, level0: float, hi: float = 0.9, lo: float = 0.1
         dict with ``t_hi``, ``t_lo`` (``nan`` when not reached), ``width = t_lo - t_hi`` and ``plateau_max_dev``,
         the largest relative deviation of the loss from ``level0`` before ``t_hi``.
     """
-    step = np.asarray(step, dtype=float)
-    loss = np.asarray(loss, dtype=float)
+    step = check_array("step", step)
+    loss = check_array("loss", loss, finite="some")
     check_positive("level0", level0)
     check_range("hi", hi, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     check_range("lo", lo, lo=0.0, hi=hi, lo_open=True, hi_open=True)
