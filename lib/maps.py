@@ -49,18 +49,19 @@ def iterate_map(F: Callable, x0, steps: int, *, keep: int | None = None, bound: 
     return out
 
 
-def stop_at_divergence(history: dict, keys=None, *, batch_ndim: int = 0, bound: float = 1e8,
+def stop_at_divergence(history: dict, keys=None, *, loss_keys=(), batch_ndim: int = 0, bound: float = 1e8,
                        factor: float | None = 1e6) -> dict:
-    """Apply the book's divergence rule to the history of a hand-written map, batched or not.
+    """Apply the book's divergence rule (that of :func:`lib.train.train`) to the history of a hand-written map.
 
-    A run diverges at the first step where one of its recorded values is not finite, exceeds ``bound`` in
-    magnitude, or exceeds ``factor`` times its largest magnitude at step 0 (when that is > 0; ``factor=None``
-    switches the relative test off). The history up to and including that step is kept; later entries become
-    NaN, as if the run had stopped there.
+    A run diverges at the first step where one of its recorded values is not finite or exceeds ``bound`` in
+    magnitude, or where a loss exceeds ``factor`` times its value at step 0 (when that is > 0; ``factor=None``
+    switches the relative test off; parameters started near zero may grow by any factor). The history up to and
+    including that step is kept; later entries become NaN, as if the run had stopped there.
 
     Args:
         history: name -> array of shape ``(T, *batch, ...)`` (the same ``T`` and batch shape for all).
         keys: the names the rule looks at (default: all).
+        loss_keys: the names among them that are losses (the relative test).
         batch_ndim: number of batch axes after the time axis (runs that diverge independently).
         bound: absolute bound (> 0).
         factor: relative bound (> 1) or None.
@@ -78,6 +79,8 @@ def stop_at_divergence(history: dict, keys=None, *, batch_ndim: int = 0, bound: 
     if not isinstance(history, dict) or not history:
         raise ValueError("history must be a non-empty dict name -> array")
     keys = list(history) if keys is None else list(keys)
+    if isinstance(loss_keys, str) or any(k not in history for k in loss_keys):
+        raise ValueError(f"loss_keys must be a sequence of keys of history, got {loss_keys!r}")
     arrays = {k: np.asarray(v, dtype=float) for k, v in history.items()}
     T = arrays[keys[0]].shape[0]
     batch = arrays[keys[0]].shape[1:1 + batch_ndim]
@@ -89,7 +92,7 @@ def stop_at_divergence(history: dict, keys=None, *, batch_ndim: int = 0, bound: 
         mag = np.abs(a.reshape(T, *batch, -1))
         with np.errstate(invalid="ignore"):
             b = ~np.isfinite(mag).all(axis=-1) | (np.nan_to_num(mag, nan=np.inf).max(axis=-1) > bound)
-            if factor is not None:
+            if factor is not None and k in loss_keys:
                 start = mag[0].max(axis=-1)
                 b |= (start > 0) & (np.nan_to_num(mag, nan=np.inf).max(axis=-1) > factor * start)
         bad |= b

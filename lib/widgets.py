@@ -90,6 +90,15 @@ def static_html(plot_fn: Callable, grid: dict[str, list], initial: dict, *, dpi:
     controls = []
     for j, n in enumerate(names):
         labels = json.dumps([_fmt(v) for v in grid[n]])
+        if len(grid[n]) == 1:  # a fixed parameter is text, not a slider that cannot move
+            controls.append(
+                f'<div style="display:flex;align-items:center;gap:0.6em;margin:2px 0">'
+                f'<span style="min-width:9em;font-family:monospace">{html.escape(n)}</span>'
+                f'<input type="hidden" value="0" data-labels=\'{html.escape(labels)}\'>'
+                f'<output style="font-family:monospace">{html.escape(_fmt(grid[n][0]))}</output>'
+                f'<span style="font-size:85%;color:#777">(fixed here; a slider in Jupyter)</span></div>'
+            )
+            continue
         controls.append(
             f'<label style="display:flex;align-items:center;gap:0.6em;margin:2px 0">'
             f'<span style="min-width:9em;font-family:monospace">{html.escape(n)}</span>'
@@ -109,7 +118,7 @@ def static_html(plot_fn: Callable, grid: dict[str, list], initial: dict, *, dpi:
 (function() {{
   var root = document.getElementById("{uid}");
   var frames = JSON.parse(root.querySelector("script[type='application/json']").textContent);
-  var inputs = root.querySelectorAll("input[type=range]");
+  var inputs = root.querySelectorAll("input[data-labels]");
   var img = root.querySelector("img");
   function update() {{
     var key = [];

@@ -154,6 +154,9 @@ def test_slider_figure_has_live_and_static_forms():
     with pytest.raises(ValueError, match="static"):
         widgets.slider_figure(draw, {"a": [1]}, static={"b": [1]})
     assert plt.get_fignums() == []  # frames are closed after rendering
+    fixed = widgets.slider_figure(draw, {"a": [0.0, 0.5, 1.0], "label": ["x", "y"]}, static={"label": ["x"]})
+    page = fixed._repr_mimebundle_()["text/html"]
+    assert page.count('type="range"') == 1 and 'type="hidden"' in page  # a fixed parameter is text
 
 
 def test_environment_not_polluted():
@@ -164,12 +167,13 @@ def test_stop_at_divergence_masks_after_the_first_bad_step():
     from lib.maps import stop_at_divergence
 
     hist = {"x": np.array([[1.0, 1.0], [2.0, np.inf], [1e7, 5.0], [3.0, 1.0]]), "y": np.zeros((4, 2, 3))}
-    out = stop_at_divergence(hist, ["x"], batch_ndim=1)
+    assert stop_at_divergence(hist, ["x"], batch_ndim=1)["diverged_step"].tolist() == [-1, 1]  # 1e7 < bound
+    out = stop_at_divergence(hist, ["x"], loss_keys=["x"], batch_ndim=1)
     assert out["diverged"].tolist() == [True, True] and out["diverged_step"].tolist() == [2, 1]
     assert np.isnan(out["x"][3, 0]) and out["x"][2, 0] == 1e7 and np.isnan(out["y"][2:, 1]).all()
     single = stop_at_divergence({"x": np.array([1.0, 0.5, 0.2])})
     assert single["diverged"] is False and single["diverged_step"] == -1
-    for bad in (dict(bound=0), dict(factor=1.0), dict(batch_ndim=-1)):
+    for bad in (dict(bound=0), dict(factor=1.0), dict(batch_ndim=-1), dict(loss_keys=["z"])):
         with pytest.raises(ValueError, match=next(iter(bad))):
             stop_at_divergence(hist, **bad)
 

@@ -167,7 +167,7 @@ CASES = [
     C(balancing.run_scalar_fact, "x0:state y0:state eta:pos steps:count mu:pos bound:pos", [1.0], [0.5], 0.5, 4),
     C(balancing.imbalance_next, "x:state y:state eta:pos mu:pos", np.ones(1), np.ones(1) / 2, 0.5),
     C(balancing.product_next, "x:state y:state eta:pos mu:pos", np.ones(1), np.ones(1) / 2, 0.5),
-    C(balancing.lemma2_certificate, "x0:real y0:real eta:pos mu:pos", 1.0, 0.5, 0.5),
+    C(balancing.lemma2_certificate, "x0:array y0:array eta:pos mu:pos", 1.0, 0.5, 0.5),
     C(balancing.hessian_xy, "x:state y:state mu:pos", [1.0], [0.5]),
     C(balancing.sharpness_xy, "x:state y:state mu:pos", [1.0], [0.5]),
     C(balancing.damian_indicator, "x:state y:state eta:pos mu:pos", [1.0], [0.5], 0.5),

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from lib.config import check_array, check_finite, check_int, check_positive, check_range
+from lib.config import check_array, check_int, check_positive, check_range
 from lib.maps import stop_at_divergence
 
 
@@ -77,9 +77,9 @@ def lemma2_certificate(x0, y0, eta, mu: float = 1.0) -> dict:
     m^2 - K}
     < p``; it requires ``x0 y0 > mu``. Returns ``lhs``, ``p`` and ``certified`` (arrays broadcast).
     """
-    check_finite("x0", x0)
-    check_finite("y0", y0)
-    check_positive("eta", eta)
+    check_array("x0", x0)
+    check_array("y0", y0)
+    check_array("eta", eta, positive=True)
     check_array("mu", mu, positive=True)
     check_array("mu", mu, positive=True)
     x0, y0, eta = (np.asarray(a, dtype=float) for a in (x0, y0, eta))
@@ -344,7 +344,7 @@ def run_single_neuron_empirical(X, eta: float, steps: int, v0=0.1, w0=(0.0, 0.1)
     if d == 2:
         out["wx"] = ws[..., 0] * wt[0] / np.linalg.norm(wt) + ws[..., 1] * wt[1] / np.linalg.norm(wt)
         out["wy"] = np.abs(ws[..., 0] * (-wt[1]) + ws[..., 1] * wt[0]) / np.linalg.norm(wt)
-    out = stop_at_divergence(out, ["v", "w", "loss"], batch_ndim=1)
+    out = stop_at_divergence(out, ["v", "w", "loss"], loss_keys=["loss"], batch_ndim=1)
     if single:
         out = {k: (a[:, 0] if np.ndim(a) > 1 else a[0]) for k, a in out.items()}
         out["diverged"], out["diverged_step"] = bool(out["diverged"]), int(out["diverged_step"])
