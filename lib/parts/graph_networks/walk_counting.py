@@ -171,7 +171,7 @@ def handset_gin(G, length: int) -> GIN:
     dmax = max((d for _, d in G.degree()), default=0)
     M = dmax + 1
     gin = GIN(2, 2, length, 1, jk=True, mlp_depth=3, readout_depth=2, train_eps=False, mlp_width=3).double()
-    if float(M + dmax) ** (length + 1) * 2**length * (M ** length) >= 2.0**53:
+    if 2.0**length * float(M + dmax) ** (length + 2) >= 2.0**53:  # largest |pre-activation|, generously
         raise ValueError(f"length={length}: values may exceed 2^53 on this graph (max degree {dmax})")
     with torch.no_grad():
         for p in gin.parameters():
@@ -206,3 +206,34 @@ def handset_counts(G, length: int) -> np.ndarray:
     with torch.no_grad():
         out = gin(x, edge_index_of(G))[:, 0].numpy()
     return np.rint(out).astype(np.int64), out
+
+
+def counting_table(graph: dict, length: int, split: str, n_train: int, models, seed: int = 0) -> dict:
+    """Train every model of ``models`` (rows ``(name, power multiple or None, width, lr, steps)``, see
+    ``settings.COUNTING_MODELS``) on one graph and return ``name -> result`` of :func:`fit_counting_model`
+    (without the predictions of the GA-MLPs), plus ``"labels"``.
+
+    Args:
+        graph: ``dict(kind=..., ...)`` with ``kind`` ``"random_regular"`` (``n``, ``degree``, ``seed``) or
+            ``"barabasi_albert"`` (``n``, ``m``, ``seed``).
+        length: walk length; split, n_train: see :func:`split_nodes`; seed: initialisation and split seed.
+    """
+    from ...graphs import generators
+
+    kind = graph.get("kind")
+    check_in("graph['kind']", kind, ("random_regular", "barabasi_albert"))
+    if kind == "random_regular":
+        G = generators.random_regular(graph["degree"], graph["n"], graph["seed"])
+    else:
+        G = generators.barabasi_albert(graph["n"], graph["m"], graph["seed"])
+    mask = split_nodes(G.number_of_nodes(), split, n_train, seed)
+    out: dict = {"labels": blue_walk_labels(G, length), "mask": mask}
+    for name, mult, width, lr, steps in models:
+        if name == "GIN":
+            res = fit_counting_model(G, length, "gin", mask=mask, width=width, lr=lr, steps=steps, seed=seed)
+        else:
+            op = "A1" if name.startswith("GA-MLP-A1") else "A"
+            res = fit_counting_model(G, length, f"gamlp-{op}", mask=mask, width=width, lr=lr, steps=steps,
+                                     K=mult * length, seed=seed)
+        out[name] = res
+    return out
