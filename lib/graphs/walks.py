@@ -5,8 +5,9 @@ A walk of length :math:`k` from node :math:`i` is a sequence :math:`(i, i_1, \\d
 :math:`(X_{i_1}, \\dots, X_{i_k})` (the start excluded, as in :math:`\\mathcal W_k(G^{[i]};(x_1,\\dots,x_k))` of
 Chen's thesis, section 2.5), or :math:`(X_i, X_{i_1}, \\dots, X_{i_k})` with the start included (the labels of the
 thesis's Table 2.2). With :math:`\\chi_x=\\mathbf 1\\{X=x\\}` the count obeys the recursion
-:math:`c_{j+1}=\\chi_{x_{j+1}}\\odot A c_j` read from the end of the walk:
-:math:`|\\mathcal W_k(G^{[i]};(x_1,\\dots,x_k))| = (A\\,\\chi_{x_1}\\odot A\\,\\chi_{x_2}\\odot\\cdots A\\,\\chi_{x_k})_i`.
+:math:`c_{j+1}=\\chi_{x_{j+1}}\\odot A c_j` read from the end of the walk,
+:math:`|\\mathcal W_k(G^{[i]};(x_1,\\dots,x_k))| =`
+:math:`(A\\,\\chi_{x_1}\\odot A\\,\\chi_{x_2}\\odot\\cdots A\\,\\chi_{x_k})_i`.
 All counts are exact integers (int64 after an overflow check).
 """
 

@@ -16,15 +16,14 @@ from __future__ import annotations
 
 from math import comb
 
-import matplotlib.pyplot as plt
 import networkx as nx
 import numpy as np
 
-from ...config import check_int
-from ...graphs.equivalence import equivalence_classes
-from ...graphs.generators import full_mary_tree, tree_labellings
-from ...graphs.operators import adjacency, propagate
-from ...graphs.wl import wl_colours_batch
+from lib.config import check_int
+from lib.graphs.equivalence import equivalence_classes
+from lib.graphs.generators import full_mary_tree, tree_labellings
+from lib.graphs.operators import adjacency, propagate
+from lib.graphs.wl import wl_colours_batch
 
 
 def gnn_tree_classes(m: int, K: int) -> int:
@@ -119,7 +118,7 @@ def per_class_spread(outer: np.ndarray, inner: np.ndarray) -> np.ndarray:
     return counts
 
 
-def class_counts(G, Ks) -> list[tuple[int, int]]:
+def rooted_class_counts(G, Ks) -> list[tuple[int, int]]:
     """``[(GNN classes, GA-MLP-A classes)]`` of the nodes of ``G`` (features removed) for every depth in ``Ks``
     (the rows of Table 2.1)."""
     return [(equivalence_classes(G, None, int(K), "gnn"), equivalence_classes(G, None, int(K), "gamlp")) for K in Ks]

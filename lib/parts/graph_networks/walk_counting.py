@@ -23,12 +23,12 @@ from math import comb
 import numpy as np
 import torch
 
-from ...config import check_in, check_int, check_positive
-from ...graphs.operators import adjacency, augmented_adjacency, propagate
-from ...graphs.walks import attributed_walk_counts
-from ...models.gnn import GIN, edge_index_of
-from ...models.mlp import MLP
-from ...train import train
+from lib.config import check_in, check_int, check_positive
+from lib.graphs.operators import adjacency, augmented_adjacency, propagate
+from lib.graphs.walks import attributed_walk_counts
+from lib.models.gnn import GIN, edge_index_of
+from lib.models.mlp import MLP
+from lib.train import train
 
 #: The operators of the GA-MLPs of Table 2.2.
 GAMLP_OPERATORS = ("A", "A1")
@@ -218,7 +218,7 @@ def counting_table(graph: dict, length: int, split: str, n_train: int, models, s
             ``"barabasi_albert"`` (``n``, ``m``, ``seed``).
         length: walk length; split, n_train: see :func:`split_nodes`; seed: initialisation and split seed.
     """
-    from ...graphs import generators
+    from lib.graphs import generators
 
     kind = graph.get("kind")
     check_in("graph['kind']", kind, ("random_regular", "barabasi_albert"))
