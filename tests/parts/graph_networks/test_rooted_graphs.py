@@ -199,3 +199,19 @@ def test_per_class_spread_and_walks_constant_on_gnn_classes():
     e = rg.enumerate_trees(2, 2, pattern=(1, 1))
     assert rg.per_class_spread(e["gnn"], e["walks"]).max() == 1
     assert rg.per_class_spread(e["gamlp"], e["walks"]).max() > 1
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_batched_wl_agrees_with_networkx_hash(seed):
+    rng = np.random.default_rng(seed)
+    G = _random_graph(seed, 9, 0.35)
+    L = rng.integers(0, 2, size=(2, 9))
+    cols = wl.wl_colours_batch(G, L, 3)
+    for t in (1, 2, 3):
+        same = sorted(cols[t][0].tolist()) == sorted(cols[t][1].tolist())
+        hashes = []
+        for row in L:
+            H = G.copy()
+            nx.set_node_attributes(H, {i: str(int(row[i])) for i in range(9)}, "x")
+            hashes.append(nx.weisfeiler_lehman_graph_hash(H, node_attr="x", iterations=t))
+        assert same == (hashes[0] == hashes[1])
