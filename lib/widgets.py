@@ -49,11 +49,15 @@ def _thin(values: list, k: int) -> list:
 
 
 def render_png(fig, dpi: int = 72) -> bytes:
-    """Render a matplotlib figure to PNG bytes and close it."""
+    """Render a matplotlib figure to PNG bytes and close it.
+
+    No ``bbox_inches="tight"``: the book style's constrained layout already fits the figure, and the second layout
+    pass of a tight bounding box made each static frame about 1.2x slower."""
     import matplotlib.pyplot as plt
 
+    check_int("dpi", dpi, minimum=1)
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    fig.savefig(buf, format="png", dpi=dpi)
     plt.close(fig)
     return buf.getvalue()
 
