@@ -280,7 +280,11 @@ def _test_prompts(n_queries, n_examples, alpha, tau, rho, mode, d, n_trr, n_tsr,
     idx = prompts.sample_chains(A, starts, generator=g)  # (n, l, K + 1)
     tokens = tsr[idx] + prompts.orthogonal_noise(tuple(idx.shape), tsr, noise, generator=g)
     truth = prompts.follow_steps(maps, q.unsqueeze(1))[:, 0]  # (n, K + 1)
-    return tsr, idx, tokens, truth
+    B = A[:, 0]
+    for k in range(1, n_steps):
+        B = B @ A[:, k]
+    row_ok = B[torch.arange(n_queries), q].argmax(-1) == truth[:, -1]  # Condition 7.3.2 on the query's row
+    return tsr, idx, tokens, truth, row_ok
 
 
 def _decode(out, tsr):
@@ -298,14 +302,15 @@ def cot_inference(W, *, n_queries: int = 300, n_examples: int = 20, alpha: float
 
     Returns:
         dict with ``error`` (mean over queries and steps of a wrong ``v_k``), ``final_error`` (wrong ``v_K``),
-        ``masses`` ``(4,)`` (mean attention on the four key types of Fig 7.6, see ``TYPE_NAMES``) and, with
+        ``masses`` ``(4,)`` (mean attention on the four key types of Fig 7.6, see ``TYPE_NAMES``),
+        ``per_query`` errors, ``row_condition`` (whether Condition 7.3.2 holds on the query's row of ``B``) and, with
         ``return_attention``, ``attention`` (list of ``K`` arrays ``(n, L_k)``), ``decoded`` and ``truth``.
     """
     check_int("n_queries", n_queries, minimum=1)
     check_int("n_examples", n_examples, minimum=1)
     check_range("noise", noise, 0.0, None)
-    tsr, idx, tokens, truth = _test_prompts(n_queries, n_examples, alpha, tau, rho, mode, d, n_trr, n_tsr,
-                                            n_steps, noise, seed)
+    tsr, idx, tokens, truth, row_ok = _test_prompts(n_queries, n_examples, alpha, tau, rho, mode, d, n_trr,
+                                                    n_tsr, n_steps, noise, seed)
     W = torch.as_tensor(np.asarray(W), dtype=torch.float32)
     model = AttentionOnlyCoT(d, n_steps)
     with torch.no_grad():
@@ -330,7 +335,7 @@ def cot_inference(W, *, n_queries: int = 300, n_examples: int = 20, alpha: float
     decoded = torch.stack(v, dim=1)
     wrong = (decoded[:, 1:] != truth[:, 1:]).float()
     res = {"error": float(wrong.mean()), "final_error": float(wrong[:, -1].mean()),
-           "masses": np.mean(masses, axis=0)}
+           "masses": np.mean(masses, axis=0), "per_query": wrong.mean(1).numpy(), "row_condition": row_ok.numpy()}
     if return_attention:
         res.update(attention=attn_all, decoded=decoded.numpy(), truth=truth.numpy(), context_pattern=idx.numpy())
     return res
@@ -343,12 +348,12 @@ def icl_inference(W, *, n_queries: int = 300, n_examples: int = 20, alpha: float
     final output of each example (eq. 7.8); one decoding of the query, compared with the true ``z_K``.
 
     Returns:
-        dict with ``error``.
+        dict with ``error``, ``per_query`` errors and ``row_condition`` (as in :func:`cot_inference`).
     """
     check_int("n_queries", n_queries, minimum=1)
     check_int("n_examples", n_examples, minimum=1)
-    tsr, idx, tokens, truth = _test_prompts(n_queries, n_examples, alpha, tau, rho, mode, d, n_trr, n_tsr,
-                                            n_steps, noise, seed)
+    tsr, idx, tokens, truth, row_ok = _test_prompts(n_queries, n_examples, alpha, tau, rho, mode, d, n_trr,
+                                                    n_tsr, n_steps, noise, seed)
     model = AttentionOnlyCoT(d, n_steps)
     with torch.no_grad():
         model.W.copy_(torch.as_tensor(np.asarray(W), dtype=torch.float32))
@@ -356,7 +361,8 @@ def icl_inference(W, *, n_queries: int = 300, n_examples: int = 20, alpha: float
         query = torch.cat([tsr[truth[:, 0]], torch.zeros(n_queries, d),
                            torch.eye(n_steps)[0].expand(n_queries, -1)], dim=-1)
         out, _ = model(ctx, query)
-    return {"error": float((_decode(out, tsr) != truth[:, -1]).float().mean())}
+    wrong = (_decode(out, tsr) != truth[:, -1]).float()
+    return {"error": float(wrong.mean()), "per_query": wrong.numpy(), "row_condition": row_ok.numpy()}
 
 
 def oracle_errors(A, steps, *, alpha: float, lengths, n_queries: int = 2000, seed: int = 0) -> dict:

@@ -6,7 +6,6 @@ chapter of the thesis.
 
 from __future__ import annotations
 
-
 # ---- Chapter 7: chain-of-thought with a one-layer attention-only transformer ----
 
 #: Section 7.5 of the thesis: data, model and test defaults (None where the thesis is silent).
