@@ -8,5 +8,6 @@ group imbalance, GCNs with topology sampling, in-context learning and chain-of-t
 chapter                                                         modules
 ==============================================================  =====================================================
 (all chapters)                                                  :mod:`~lib.parts.generalisation.settings`
+6 Chain-of-thought with a nonlinear transformer                 :mod:`~lib.parts.generalisation.chain_of_thought`
 ==============================================================  =====================================================
 """

@@ -29,6 +29,8 @@ __all__ = [
     "cot_inference",
     "icl_inference",
     "oracle_errors",
+    "error_curves",
+    "attention_dynamics",
 ]
 
 TYPE_NAMES = ("same pattern, same step", "same pattern, other step", "other pattern, same step",
@@ -415,3 +417,39 @@ def oracle_errors(A, steps, *, alpha: float, lengths, n_queries: int = 2000, see
         cot.append(float(np.mean(wrong / n_steps)))
         icl.append(float(np.mean(vote(chain[:, :, 0], chain[:, :, -1], q) != truth)))
     return {"lengths": np.asarray(lengths), "cot": np.array(cot), "icl": np.array(icl)}
+
+
+def error_curves(W, *, lengths, n_queries: int = 300, alpha: float = 0.8, tau: float = 0.5, rho: float = 0.8,
+                 mode: str = "distractor", noise: float = 0.2) -> dict:
+    """CoT and ICL test errors of ``W`` against the number of context examples (Figs 7.3-7.5).
+
+    The test prompts of length ``lengths[i]`` use seed ``i``, so curves of different settings share their random
+    numbers (common random numbers make their ordering less noisy).
+
+    Returns:
+        dict with ``lengths``, ``cot``, ``icl`` (mean errors), and per-query arrays ``cot_q``, ``icl_q`` and
+        ``row_condition`` of shape ``(len(lengths), n_queries)``.
+    """
+    lengths = [int(n) for n in lengths]
+    out = {"lengths": np.array(lengths), "cot": [], "icl": [], "cot_q": [], "icl_q": [], "row_condition": []}
+    for i, n in enumerate(lengths):
+        kw = dict(n_queries=n_queries, n_examples=n, alpha=alpha, tau=tau, rho=rho, mode=mode, noise=noise, seed=i)
+        c, ic = cot_inference(W, **kw), icl_inference(W, **kw)
+        out["cot"].append(c["error"])
+        out["icl"].append(ic["error"])
+        out["cot_q"].append(c["per_query"])
+        out["icl_q"].append(ic["per_query"])
+        out["row_condition"].append(c["row_condition"])
+    return {k: np.asarray(v) for k, v in out.items()}
+
+
+def attention_dynamics(Ws, *, n_queries: int = 200, n_examples: int = 20, alpha: float = 0.8, tau: float = 0.5,
+                       rho: float = 0.8, seed: int = 0) -> np.ndarray:
+    """Fig 7.6: the attention masses on the four key types (``TYPE_NAMES``) on CoT test prompts, for each stored
+    weight in ``Ws`` (``(n_ckpt, D, D)``).
+
+    Returns:
+        ``(n_ckpt, 4)`` array.
+    """
+    return np.stack([cot_inference(W, n_queries=n_queries, n_examples=n_examples, alpha=alpha, tau=tau, rho=rho,
+                                   seed=seed)["masses"] for W in np.asarray(Ws)])
