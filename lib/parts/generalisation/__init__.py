@@ -8,6 +8,6 @@ group imbalance, GCNs with topology sampling, in-context learning and chain-of-t
 chapter                                                         modules
 ==============================================================  =====================================================
 (all chapters)                                                  :mod:`~lib.parts.generalisation.settings`
-6 Chain-of-thought with a nonlinear transformer                 :mod:`~lib.parts.generalisation.chain_of_thought`
+``notebooks/generalisation/06_chain_of_thought.md``             :mod:`~lib.parts.generalisation.chain_of_thought`
 ==============================================================  =====================================================
 """
