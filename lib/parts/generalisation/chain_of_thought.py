@@ -29,6 +29,7 @@ __all__ = [
     "cot_inference",
     "icl_inference",
     "oracle_errors",
+    "sample_test_prompts",
     "error_curves",
     "attention_dynamics",
 ]
@@ -271,7 +272,14 @@ def train_cot(*, d: int = 30, n_patterns: int = 20, n_steps: int = 3, n_examples
             "diverged": bool(getattr(res, "diverged", False))}
 
 
-def _test_prompts(n_queries, n_examples, alpha, tau, rho, mode, d, n_trr, n_tsr, n_steps, noise, seed):
+def sample_test_prompts(n_queries, n_examples, alpha, tau, rho, mode, d, n_trr, n_tsr, n_steps, noise, seed):
+    """Test prompts of eqs (7.4), (7.11), (7.12): one task, step matrices and prompt per query.
+
+    Returns:
+        ``(tsr, idx, tokens, truth, row_ok)``: the TSR patterns ``(n_tsr, d)``, the context chains' pattern
+        indices ``(n, l, K + 1)``, their noisy tokens ``(n, l, K + 1, d)``, the query's true chain ``(n, K + 1)``
+        and whether Condition 7.3.2 holds on the query's row of ``B``.
+    """
     g = torch.Generator().manual_seed(seed)
     trr = prompts.orthonormal_bank(n_trr, d)
     tsr = prompts.subframe(trr, n_tsr, generator=g)
@@ -311,7 +319,7 @@ def cot_inference(W, *, n_queries: int = 300, n_examples: int = 20, alpha: float
     check_int("n_queries", n_queries, minimum=1)
     check_int("n_examples", n_examples, minimum=1)
     check_range("noise", noise, 0.0, None)
-    tsr, idx, tokens, truth, row_ok = _test_prompts(n_queries, n_examples, alpha, tau, rho, mode, d, n_trr,
+    tsr, idx, tokens, truth, row_ok = sample_test_prompts(n_queries, n_examples, alpha, tau, rho, mode, d, n_trr,
                                                     n_tsr, n_steps, noise, seed)
     W = torch.as_tensor(np.asarray(W), dtype=torch.float32)
     model = AttentionOnlyCoT(d, n_steps)
@@ -354,7 +362,7 @@ def icl_inference(W, *, n_queries: int = 300, n_examples: int = 20, alpha: float
     """
     check_int("n_queries", n_queries, minimum=1)
     check_int("n_examples", n_examples, minimum=1)
-    tsr, idx, tokens, truth, row_ok = _test_prompts(n_queries, n_examples, alpha, tau, rho, mode, d, n_trr,
+    tsr, idx, tokens, truth, row_ok = sample_test_prompts(n_queries, n_examples, alpha, tau, rho, mode, d, n_trr,
                                                     n_tsr, n_steps, noise, seed)
     model = AttentionOnlyCoT(d, n_steps)
     with torch.no_grad():

@@ -110,3 +110,14 @@ def test_attention_mass_by_type_sums_to_one():
 def test_inference_validates():
     with pytest.raises(ValueError, match="n_examples"):
         cot.cot_inference(np.zeros((63, 63)), n_examples=0)
+
+
+def test_multilayer_model_trains_and_records_masses():
+    from lib.parts.generalisation import cot_multilayer
+
+    r = cot_multilayer.train_multilayer_cot(steps=3, batch=8, n_examples=3, n_test=5, d_model=16, checkpoints=(1,))
+    assert list(r["checkpoints"]) == [0, 1, 3]
+    assert r["masses"].shape == (3, 3, 2, 4)
+    assert np.allclose(r["masses"].sum(-1), 1.0, atol=1e-5)
+    with pytest.raises(ValueError, match="lr"):
+        cot_multilayer.train_multilayer_cot(lr=0.0)
