@@ -245,3 +245,21 @@ def ratio_spread(values) -> tuple[float, float]:
     if v.ndim != 1 or v.size < 1 or not np.all(v > 0):
         raise ValueError("values must be a non-empty 1-D array of positive numbers")
     return float(v.mean()), float(v.max() / v.min() - 1.0)
+
+
+def attention_mass_by_type(weights, same_a, same_b) -> np.ndarray:
+    """Total attention on the four key types given by two binary labels (e.g. same pattern x same step).
+
+    Args:
+        weights: attention weights over keys, shape (..., L) (rows need not sum to one).
+        same_a, same_b: boolean arrays broadcastable to ``weights``: whether each key shares property a (b) with
+            the query.
+
+    Returns:
+        Array of shape (..., 4): the mass on keys with (a, b), (a, not b), (not a, b), (not a, not b).
+    """
+    w = np.asarray(weights, dtype=float)
+    a = np.broadcast_to(np.asarray(same_a, dtype=bool), w.shape)
+    b = np.broadcast_to(np.asarray(same_b, dtype=bool), w.shape)
+    masks = (a & b, a & ~b, ~a & b, ~a & ~b)
+    return np.stack([(w * m).sum(-1) for m in masks], axis=-1)
