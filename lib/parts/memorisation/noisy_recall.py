@@ -33,7 +33,18 @@ from lib.models.transformer import Transformer, TransformerConfig
 from lib.parts.memorisation.recall_data import char_bigram, repeated_trigger_mask, sample_recall
 from lib.train import train
 
-__all__ = ["recall_model", "recall_metrics", "train_recall", "probe_maps", "log_steps", "RHOS"]
+__all__ = [
+    "recall_model",
+    "recall_metrics",
+    "train_recall",
+    "probe_maps",
+    "log_steps",
+    "RHOS",
+    "recall_experiment",
+    "restore_model",
+    "eval_batches",
+    "dropped_scores",
+]
 
 RHOS = (0.0, 0.1, 0.2, 1.0)  # LASER fractions of U_in of F_2 evaluated by the authors' code
 FROZEN = ("embed.weight", "head.weight")
@@ -59,8 +70,19 @@ def recall_model(n_chars: int, d: int, T: int, ffn=("mlp", "mlp"), seed: int = 0
     check_int("T", T, minimum=2)
     if len(ffn) != 2:
         raise ValueError(f"ffn must give the kinds of F_1 and F_2, got {ffn!r}")
-    cfg = TransformerConfig(vocab_size=n_chars + 1, d_model=d, n_layers=2, n_heads=1, max_len=T, ffn=tuple(ffn),
-                            ffn_bias=False, query_identity=True, random_pos=True, rpe="none", causal="standard")
+    cfg = TransformerConfig(
+        vocab_size=n_chars + 1,
+        d_model=d,
+        n_layers=2,
+        n_heads=1,
+        max_len=T,
+        ffn=tuple(ffn),
+        ffn_bias=False,
+        query_identity=True,
+        random_pos=True,
+        rpe="none",
+        causal="standard",
+    )
     torch.manual_seed(seed)
     model = Transformer(cfg)
     bound = 1.0 / math.sqrt(d)
@@ -164,8 +186,16 @@ def recall_metrics(model: Transformer, clean: tuple, noisy: tuple, triggers=(0,)
     return out
 
 
-def train_recall(setting: dict, steps: int, seed: int = 0, alpha: float | None = None, model=None,
-                 triggers=(0,), ffn=("mlp", "mlp"), record_steps=None) -> dict:
+def train_recall(
+    setting: dict,
+    steps: int,
+    seed: int = 0,
+    alpha: float | None = None,
+    model=None,
+    triggers=(0,),
+    ffn=("mlp", "mlp"),
+    record_steps=None,
+) -> dict:
     """Train model (4.1) on the noisy recall task with SGD (momentum, weight decay) through ``lib.train.train``.
 
     Args:
@@ -202,13 +232,30 @@ def train_recall(setting: dict, steps: int, seed: int = 0, alpha: float | None =
         mask = repeated_trigger_mask(x, triggers)
         return F.cross_entropy(m(x)[mask], y[mask])
 
-    res = train(model, loss_fn, lr=setting["lr"], steps=steps, optimizer="sgd", batch_fn=batch_fn,
-                momentum=setting["momentum"], weight_decay=setting["weight_decay"], frozen=FROZEN,
-                record=lambda m, s: recall_metrics(m, clean, noisy, triggers),
-                record_every=record_steps if record_steps is not None else log_steps(steps),
-                generator=torch.Generator().manual_seed(seed), progress=False)
-    return {"model": model, "history": res.history, "diverged": res.diverged, "diverged_step": res.diverged_step,
-            "alphabet": alphabet, "clean": clean, "noisy": noisy}
+    res = train(
+        model,
+        loss_fn,
+        lr=setting["lr"],
+        steps=steps,
+        optimizer="sgd",
+        batch_fn=batch_fn,
+        momentum=setting["momentum"],
+        weight_decay=setting["weight_decay"],
+        frozen=FROZEN,
+        record=lambda m, s: recall_metrics(m, clean, noisy, triggers),
+        record_every=record_steps if record_steps is not None else log_steps(steps),
+        generator=torch.Generator().manual_seed(seed),
+        progress=False,
+    )
+    return {
+        "model": model,
+        "history": res.history,
+        "diverged": res.diverged,
+        "diverged_step": res.diverged_step,
+        "alphabet": alphabet,
+        "clean": clean,
+        "noisy": noisy,
+    }
 
 
 def probe_maps(model: Transformer) -> dict:
@@ -226,5 +273,124 @@ def probe_maps(model: Transformer) -> dict:
         ff2 = (ffn(E) @ U.T).numpy() if ffn is not None else np.full((E.shape[0],) * 2, np.nan)
         value2 = ((E @ b2.W_V[0].T @ b2.W_O.T) @ U.T).numpy()
         ov1 = E @ b1.W_V[0].T @ b1.W_O.T  # (V, d): W_O^1 W_V^1 W_E(i)
-        match = (E @ (b2.W_K[0].T @ ov1.T)).numpy()  # q = x (W_Q = I), k = W_K x
+        match = (E @ b2.W_K[0] @ ov1.T).numpy()  # score x_q^T W_K x_k (W_Q = I, k = W_K x)
     return {"ff2": ff2, "value2": value2, "match": match}
+
+
+def recall_experiment(
+    setting: dict, steps: int, seed: int = 0, triggers=(0,), ffn=("mlp", "mlp"), pretrain_steps: int = 0
+) -> dict:
+    """One cacheable run (plain data only, for :func:`lib.sweep.cached_call`): optional clean pre-training
+    (``alpha = 0``) for ``pretrain_steps``, then ``steps`` of training at ``setting["alpha"]``.
+
+    Returns:
+        dict with ``history`` (the noisy phase), ``pre_history`` (empty without pre-training), ``state`` (the final
+        parameters and buffers as tensors), ``pre_state`` (after pre-training; empty without), ``diverged`` and
+        ``alphabet``.
+    """
+    check_int("pretrain_steps", pretrain_steps, minimum=0)
+    pre_hist, pre_state = {}, {}
+    model = None
+    if pretrain_steps:
+        pre = train_recall(setting, pretrain_steps, seed=seed, alpha=0.0, triggers=triggers, ffn=ffn)
+        model, pre_hist = pre["model"], pre["history"]
+        pre_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    run = train_recall(setting, steps, seed=seed, model=model, triggers=triggers, ffn=ffn)
+    state = {k: v.detach().clone() for k, v in run["model"].state_dict().items()}
+    return {
+        "history": run["history"],
+        "pre_history": pre_hist,
+        "state": state,
+        "pre_state": pre_state,
+        "diverged": bool(run["diverged"]),
+        "alphabet": run["alphabet"],
+    }
+
+
+def restore_model(setting: dict, state: dict, ffn=("mlp", "mlp")) -> Transformer:
+    """Rebuild a trained :func:`recall_model` from the ``state`` of :func:`recall_experiment`."""
+    model = recall_model(setting["n_chars"], setting["d"], setting["T"], ffn=ffn)
+    model.load_state_dict({k: torch.as_tensor(v) for k, v in state.items()})
+    return model
+
+
+def eval_batches(setting: dict, seed: int = 0, triggers=(0,)) -> tuple:
+    """The fixed clean and noisy evaluation batches that :func:`train_recall` uses for ``seed``."""
+    _, pi_u, pi_b = char_bigram(setting["n_chars"], uniform=setting.get("uniform", False))
+    g = torch.Generator().manual_seed(10_000 + seed)
+    clean = sample_recall(pi_u, pi_b, setting["n_test"], setting["T"], 0.0, triggers, g)
+    noisy = sample_recall(pi_u, pi_b, setting["n_test"], setting["T"], setting["alpha"], triggers, g)
+    return clean, noisy
+
+
+def dropped_scores(model: Transformer, clean: tuple, triggers=(0,)) -> dict:
+    """Clean-test ``p(y_bar)``, ``p(tau)``, loss and accuracy with nothing, ``F_1`` or ``F_2`` removed (the
+    ablations of Figs 4.9-4.11).
+
+    Returns:
+        ``{"full" | "drop_F1" | "drop_F2": {"p_correct", "p_noise", "loss", "acc"}}`` (floats).
+    """
+    z, _ = clean
+    x, y = z[:, :-1], z[:, 1:]
+    mask = repeated_trigger_mask(x, triggers)
+    tau = model.cfg.vocab_size - 1
+    out = {}
+    saved = [b.ffn for b in model.blocks]
+    try:
+        for name, drop in (("full", None), ("drop_F1", 0), ("drop_F2", 1)):
+            for i, b in enumerate(model.blocks):
+                b.ffn = None if i == drop else saved[i]
+            with torch.no_grad():
+                logp = torch.log_softmax(model(x)[mask], -1)
+            tgt = y[mask]
+            out[name] = {
+                "p_correct": float(logp.gather(1, tgt[:, None]).exp().mean()),
+                "p_noise": float(logp[:, tau].exp().mean()),
+                "loss": float(-logp.gather(1, tgt[:, None]).mean()),
+                "acc": float((logp.argmax(-1) == tgt).double().mean()),
+            }
+    finally:
+        for b, f in zip(model.blocks, saved):
+            b.ffn = f
+    return out
+
+
+def pre_ff2_states(model: Transformer, clean: tuple, triggers=(0,)) -> torch.Tensor:
+    """Residual stream entering ``F_2`` at the repeated triggers of ``clean``: ``(n, d)`` (for LASER sweeps)."""
+    z = clean[0][:, :-1]
+    with torch.no_grad():
+        u, _, _ = _forward_parts(model, z)
+    return u[repeated_trigger_mask(z, triggers)]
+
+
+def repeated_targets(clean: tuple, triggers=(0,)) -> torch.Tensor:
+    """Next tokens at the repeated triggers of ``clean`` (the order of :func:`pre_ff2_states`)."""
+    z = clean[0]
+    return z[:, 1:][repeated_trigger_mask(z[:, :-1], triggers)]
+
+
+def value_rank_scores(model: Transformer, clean: tuple, ranks, triggers=(0,)) -> dict:
+    """Clean-test scores of a model whose layer-1 value-output product ``W_O^1 W_V^1`` is truncated to each rank
+    (Fig 4.12, for the model without FF layers); the weights are restored afterwards.
+
+    Returns:
+        ``{rank: {"p_correct", "p_noise", "loss", "acc"}}``.
+    """
+    attn = model.blocks[0].attn
+    if attn.n_heads != 1:
+        raise ValueError("value_rank_scores needs a single-head layer 1")
+    saved_v, saved_o = attn.W_V.detach().clone(), attn.W_O.detach().clone()
+    prod = saved_o @ saved_v[0]
+    out = {}
+    try:
+        for k in ranks:
+            check_int("ranks", int(k), minimum=0)
+            with torch.no_grad():
+                attn.W_V[0].copy_(low_rank(prod, int(k)))
+                attn.W_O.copy_(torch.eye(prod.shape[0]))
+            out[int(k)] = dropped_scores(model, clean, triggers)["full"]
+    finally:
+        with torch.no_grad():
+            attn.W_V.copy_(saved_v)
+            attn.W_O.copy_(saved_o)
+    return out

@@ -57,8 +57,10 @@ def char_bigram(n_chars: int, text: str | None = None, uniform: bool = False):
         raise ValueError(f"n_chars must be at most the number of distinct characters ({len(counts)}), got {n_chars}")
     alphabet = "".join(c for c, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:n_chars])
     if uniform:
-        return alphabet, torch.full((n_chars,), 1.0 / n_chars, dtype=torch.float64), torch.full(
-            (n_chars, n_chars), 1.0 / n_chars, dtype=torch.float64
+        return (
+            alphabet,
+            torch.full((n_chars,), 1.0 / n_chars, dtype=torch.float64),
+            torch.full((n_chars, n_chars), 1.0 / n_chars, dtype=torch.float64),
         )
     index = {c: i for i, c in enumerate(alphabet)}
     ids = torch.tensor([index[c] for c in text if c in index], dtype=torch.int64)

@@ -6,7 +6,6 @@ sizes are named configurations here; the book never runs them on CPU.
 
 from __future__ import annotations
 
-
 # ----------------------------------------------------------------------------------------------------------------
 # Chapter 1: noisy in-context recall (thesis Sec 4.4; the authors' code for what the text leaves open)
 
@@ -29,11 +28,35 @@ PAPER_RECALL = {
 }
 
 #: CPU stand-in, quick mode (a few tens of CPU seconds).
-RECALL_QUICK = {"n_chars": 24, "d": 64, "T": 64, "batch": 32, "alpha": 0.5, "lr": 0.03, "momentum": 0.9,
-                "weight_decay": 1e-4, "n_test": 256, "steps": 500, "finetune": (150, 150), "seeds": 1}
+RECALL_QUICK = {
+    "n_chars": 24,
+    "d": 64,
+    "T": 64,
+    "batch": 32,
+    "alpha": 0.5,
+    "lr": 0.03,
+    "momentum": 0.9,
+    "weight_decay": 1e-4,
+    "n_test": 256,
+    "steps": 500,
+    "finetune": (150, 150),
+    "seeds": 1,
+}
 #: CPU stand-in, full mode.
-RECALL_FULL = {"n_chars": 24, "d": 64, "T": 64, "batch": 32, "alpha": 0.5, "lr": 0.03, "momentum": 0.9,
-               "weight_decay": 1e-4, "n_test": 512, "steps": 500, "finetune": (300, 300), "seeds": 3}
+RECALL_FULL = {
+    "n_chars": 24,
+    "d": 64,
+    "T": 64,
+    "batch": 32,
+    "alpha": 0.5,
+    "lr": 0.03,
+    "momentum": 0.9,
+    "weight_decay": 1e-4,
+    "n_test": 512,
+    "steps": 500,
+    "finetune": (300, 300),
+    "seeds": 3,
+}
 #: Full mode's larger alphabet.
 RECALL_FULL_WIDE = dict(RECALL_FULL, n_chars=64, batch=64, steps=1500, seeds=1)
 #: The thesis's own size (about 1.3 TFLOP a step; a GPU configuration, never run by the book).
