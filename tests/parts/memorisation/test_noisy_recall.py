@@ -57,8 +57,17 @@ def test_defaults_reproduce_the_previous_transformer_bit_for_bit(kw):
 
 
 def test_ffn_kinds_bias_query_identity_and_random_positions():
-    cfg = TransformerConfig(vocab_size=7, d_model=8, n_layers=3, ffn=("mlp", "linear", "none"), ffn_bias=False,
-                            query_identity=True, random_pos=True, rpe="none", max_len=6)
+    cfg = TransformerConfig(
+        vocab_size=7,
+        d_model=8,
+        n_layers=3,
+        ffn=("mlp", "linear", "none"),
+        ffn_bias=False,
+        query_identity=True,
+        random_pos=True,
+        rpe="none",
+        max_len=6,
+    )
     m = Transformer(cfg)
     names = dict(m.named_parameters())
     assert "blocks.0.ffn.fc1.weight" in names and "blocks.0.ffn.fc1.bias" not in names
