@@ -57,5 +57,7 @@ RECALL_FULL = {
     "finetune": (300, 300),
     "seeds": 3,
 }
+#: Full mode's larger alphabet (64 characters, batch 64, 1500 steps; one seed).
+RECALL_FULL_WIDE = dict(RECALL_FULL, n_chars=64, batch=64, steps=1500, seeds=1)
 #: The thesis's own size (about 1.3 TFLOP a step; a GPU configuration, never run by the book).
 RECALL_PAPER = dict(RECALL_FULL, n_chars=65, d=256, T=256, batch=512, steps=2000)
