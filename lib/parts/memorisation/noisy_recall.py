@@ -284,15 +284,17 @@ def recall_experiment(
     (``alpha = 0``) for ``pretrain_steps``, then ``steps`` of training at ``setting["alpha"]``.
 
     Returns:
-        dict with ``history`` (the noisy phase), ``pre_history`` (empty without pre-training), ``state`` (the final
-        parameters and buffers as tensors), ``pre_state`` (after pre-training; empty without), ``diverged`` and
-        ``alphabet``.
+        dict with ``history`` (the noisy phase), ``pre_history`` (start and end of pre-training; empty
+        without), ``state`` (the final parameters and buffers as tensors), ``pre_state`` (after pre-training;
+        empty without), ``diverged`` and ``alphabet``.
     """
     check_int("pretrain_steps", pretrain_steps, minimum=0)
     pre_hist, pre_state = {}, {}
     model = None
     if pretrain_steps:
-        pre = train_recall(setting, pretrain_steps, seed=seed, alpha=0.0, triggers=triggers, ffn=ffn)
+        pre = train_recall(  # measured only at its start and end: nothing plots the clean phase
+            setting, pretrain_steps, seed=seed, alpha=0.0, triggers=triggers, ffn=ffn, record_steps=[0]
+        )
         model, pre_hist = pre["model"], pre["history"]
         pre_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
     run = train_recall(setting, steps, seed=seed, model=model, triggers=triggers, ffn=ffn)
