@@ -8,5 +8,6 @@ group imbalance, GCNs with topology sampling, in-context learning and chain-of-t
 chapter                                                         modules
 ==============================================================  =====================================================
 (all chapters)                                                  :mod:`~lib.parts.generalisation.settings`
+4. GCNs trained with graph topology sampling                    :mod:`~lib.parts.generalisation.gcn_sampling`
 ==============================================================  =====================================================
 """
