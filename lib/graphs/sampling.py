@@ -74,7 +74,9 @@ def degree_group_graph(sizes, degrees, seed: int = 0):
 
 
 def normalised_adjacency(edges, n: int, *, dtype=torch.float32) -> torch.Tensor:
-    """:math:`A = D^{-1/2}(\\mathrm{adj}+I)D^{-1/2}`, :math:`D_{ii} = \\sum_j (\\mathrm{adj}+I)_{ij}`, as a sparse tensor.
+    """The normalised adjacency :math:`A = D^{-1/2}(\\mathrm{adj}+I)D^{-1/2}` as a sparse tensor.
+
+    :math:`D_{ii} = \\sum_j (\\mathrm{adj}+I)_{ij}` counts the self-loop.
 
     Args:
         edges: int array (E, 2) of undirected edges (each once, no self-loops).
@@ -232,7 +234,8 @@ class FastGCNSampler:
         self.A = A.coalesce()
         self.t = int(t)
         col_sq = torch.zeros(A.shape[1], dtype=torch.float64).index_add_(
-            0, self.A.indices()[1], self.A.values().double() ** 2)
+            0, self.A.indices()[1], self.A.values().double() ** 2
+        )
         self.q = col_sq / col_sq.sum()
 
     @property

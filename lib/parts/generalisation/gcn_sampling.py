@@ -37,8 +37,10 @@ def sin_tanh_labels(A_hat: torch.Tensor, X: torch.Tensor, W_star: torch.Tensor, 
     if X.dim() != 2 or W_star.dim() != 2 or C_star.dim() != 2:
         raise ValueError("X, W_star and C_star must be 2-d")
     if X.shape[1] != W_star.shape[0] or W_star.shape[1] != C_star.shape[0] or A_hat.shape[1] != X.shape[0]:
-        raise ValueError(f"shapes do not chain: A_hat {tuple(A_hat.shape)}, X {tuple(X.shape)}, "
-                         f"W_star {tuple(W_star.shape)}, C_star {tuple(C_star.shape)}")
+        raise ValueError(
+            f"shapes do not chain: A_hat {tuple(A_hat.shape)}, X {tuple(X.shape)}, "
+            f"W_star {tuple(W_star.shape)}, C_star {tuple(C_star.shape)}"
+        )
     h = torch.sparse.mm(A_hat, X @ W_star)
     return (torch.sin(h) * torch.tanh(h)) @ C_star
 
@@ -98,16 +100,30 @@ def two_group_problem(sizes, degrees, *, d: int = 10, p: int = 10, k_out: int = 
     deg = np.bincount(edges.ravel(), minlength=n)
     g = torch.Generator().manual_seed(seed + 1)
     return {
-        "A": A, "groups": groups, "sizes": tuple(sizes), "degrees": tuple(degrees),
+        "A": A,
+        "groups": groups,
+        "sizes": tuple(sizes),
+        "degrees": tuple(degrees),
         "mean_degree": np.array([deg[groups == i].mean() for i in range(len(sizes))]),
-        "X": torch.randn(n, d, generator=g), "W_star": torch.randn(d, p, generator=g),
+        "X": torch.randn(n, d, generator=g),
+        "W_star": torch.randn(d, p, generator=g),
         "C_star": torch.randn(p, k_out, generator=g),
     }
 
 
-def train_sampled_gcn(problem: dict, Y: torch.Tensor, masks: torch.Tensor, *, sampler: str = "group",
-                      p_star=(1.0, 1.0), keep: float = 0.9, m: int = 32, steps: int = 300, lr: float = 1e-3,
-                      seed: int = 0) -> dict:
+def train_sampled_gcn(
+    problem: dict,
+    Y: torch.Tensor,
+    masks: torch.Tensor,
+    *,
+    sampler: str = "group",
+    p_star=(1.0, 1.0),
+    keep: float = 0.9,
+    m: int = 32,
+    steps: int = 300,
+    lr: float = 1e-3,
+    seed: int = 0,
+) -> dict:
     """Train ``copies`` GCNs (5.4) by full-batch Adam with topology sampling; test on the unlabelled nodes.
 
     Each step draws three independent sampled matrices (one per layer, the general setting of Section 5.3.2)
@@ -156,16 +172,27 @@ def train_sampled_gcn(problem: dict, Y: torch.Tensor, masks: torch.Tensor, *, sa
     def loss_fn(net, adjs):
         return (((net(adjs, X) - Y) ** 2) * w).sum() / Y.shape[-1]
 
-    res = train(model, loss_fn, lr=lr, steps=steps, optimizer="adam", batch_fn=lambda step, g: draw(g),
-                generator=torch.Generator().manual_seed(seed + 12345), record_every=max(1, steps // 50),
-                progress=False)
+    res = train(
+        model,
+        loss_fn,
+        lr=lr,
+        steps=steps,
+        optimizer="adam",
+        batch_fn=lambda step, g: draw(g),
+        generator=torch.Generator().manual_seed(seed + 12345),
+        record_every=max(1, steps // 50),
+        progress=False,
+    )
     with torch.no_grad():
         pred = model(A_pred, X)
         test = relative_mse(pred, Y, ~masks)
         fit = relative_mse(pred, Y, masks)
     return {
-        "test_error": test.numpy(), "train_error": fit.numpy(), "loss": np.asarray(res.history["loss"]),
-        "diverged": bool(res.diverged), "diverged_step": -1 if res.diverged_step is None else int(res.diverged_step),
+        "test_error": test.numpy(),
+        "train_error": fit.numpy(),
+        "loss": np.asarray(res.history["loss"]),
+        "diverged": bool(res.diverged),
+        "diverged_step": -1 if res.diverged_step is None else int(res.diverged_step),
     }
 
 
@@ -180,8 +207,8 @@ def sampling_spread(problem: dict, p_star, keeps, *, draws: int = 200, seed: int
         seed: seed of the sampling.
 
     Returns:
-        dict of arrays over ``keeps``: ``spread`` (mean of :math:`\\|A^s-A^*\\|_\\infty`), ``within_3se`` (the fraction of
-        nodes whose Monte-Carlo mean of :math:`P^s_{ii}` is within 3 standard errors of :math:`p^*_l`; since
+        dict of arrays over ``keeps``: ``spread`` (mean of :math:`\\|A^s-A^*\\|_\\infty`), ``within_3se`` (the
+        fraction of nodes whose Monte-Carlo mean of :math:`P^s_{ii}` is within 3 standard errors of :math:`p^*_l`; since
         :math:`A^s = AP^s` this checks :math:`\\mathbb E[A^s] = A^*`), ``inf_star`` (:math:`\\|A^*\\|_\\infty`).
     """
     check_int("draws", draws, minimum=2)
@@ -202,12 +229,29 @@ def sampling_spread(problem: dict, p_star, keeps, *, draws: int = 200, seed: int
         dev = (diag.mean(0) - target).abs()
         within.append(float(torch.where(se > 0, dev <= 3 * se, dev <= 1e-6).double().mean()))
     inf_star = sampling.inf_norm(sampling.effective_adjacency(A, groups, p_star))
-    return {"keeps": np.asarray(keeps, dtype=float), "spread": np.array(spread), "within_3se": np.array(within),
-            "inf_star": inf_star}
+    return {
+        "keeps": np.asarray(keeps, dtype=float),
+        "spread": np.array(spread),
+        "within_3se": np.array(within),
+        "inf_star": inf_star,
+    }
 
 
-def omega_width_sweep(*, sizes, degree_pairs, p_star, omegas, widths, omega_fixed: int, m: int, steps: int,
-                      lr: float, seeds, keep: float = 0.9, graph_seed: int = 0) -> dict:
+def omega_width_sweep(
+    *,
+    sizes,
+    degree_pairs,
+    p_star,
+    omegas,
+    widths,
+    omega_fixed: int,
+    m: int,
+    steps: int,
+    lr: float,
+    seeds,
+    keep: float = 0.9,
+    graph_seed: int = 0,
+) -> dict:
     """Figs 5.1 and 5.2: test error against :math:`|\\Omega|` (width ``m``) and against the width (fixed
     :math:`|\\Omega|`), one graph per degree pair, teacher (5.20) on :math:`\\hat A = A^* = AP^*`.
 
@@ -227,23 +271,61 @@ def omega_width_sweep(*, sizes, degree_pairs, p_star, omegas, widths, omega_fixe
         Y = sin_tanh_labels(A_star, pr["X"], pr["W_star"], pr["C_star"])
         inf_star.append(sampling.inf_norm(A_star))
         h_std.append(float(torch.sparse.mm(A_star, pr["X"] @ pr["W_star"]).std()))
-        r = train_sampled_gcn(pr, Y, label_masks(n, omegas, seeds), sampler="group", p_star=p_star, keep=keep,
-                              m=m, steps=steps, lr=lr, seed=graph_seed)
+        r = train_sampled_gcn(
+            pr,
+            Y,
+            label_masks(n, omegas, seeds),
+            sampler="group",
+            p_star=p_star,
+            keep=keep,
+            m=m,
+            steps=steps,
+            lr=lr,
+            seed=graph_seed,
+        )
         err_omega.append(r["test_error"].reshape(len(omegas), len(seeds)))
         diverged += int(r["diverged"])
         row = []
         for width in widths:
-            r = train_sampled_gcn(pr, Y, label_masks(n, (omega_fixed,), seeds), sampler="group", p_star=p_star,
-                                  keep=keep, m=width, steps=steps, lr=lr, seed=graph_seed)
+            r = train_sampled_gcn(
+                pr,
+                Y,
+                label_masks(n, (omega_fixed,), seeds),
+                sampler="group",
+                p_star=p_star,
+                keep=keep,
+                m=width,
+                steps=steps,
+                lr=lr,
+                seed=graph_seed,
+            )
             row.append(r["test_error"])
             diverged += int(r["diverged"])
         err_width.append(np.stack(row))
-    return {"inf_star": np.array(inf_star), "h_std": np.array(h_std), "err_omega": np.stack(err_omega),
-            "err_width": np.stack(err_width), "diverged": diverged}
+    return {
+        "inf_star": np.array(inf_star),
+        "h_std": np.array(h_std),
+        "err_omega": np.stack(err_omega),
+        "err_width": np.stack(err_width),
+        "diverged": diverged,
+    }
 
 
-def which_target_sweep(*, sizes, degrees, p_star, datasets, samplers, omega: int, m: int, steps: int, lr: float,
-                       seeds, keep: float = 0.9, graph_seed: int = 0) -> dict:
+def which_target_sweep(
+    *,
+    sizes,
+    degrees,
+    p_star,
+    datasets,
+    samplers,
+    omega: int,
+    m: int,
+    steps: int,
+    lr: float,
+    seeds,
+    keep: float = 0.9,
+    graph_seed: int = 0,
+) -> dict:
     """Figs 5.3 and 5.4: the test error of GCNs trained with each sampler on teachers (5.20) built on
     :math:`\\hat A = A\\hat P` for each dataset :math:`(\\hat p_1, \\hat p_2)` in ``datasets``.
 
@@ -256,14 +338,17 @@ def which_target_sweep(*, sizes, degrees, p_star, datasets, samplers, omega: int
     """
     pr = two_group_problem(sizes, degrees, seed=graph_seed)
     n = pr["A"].shape[0]
-    Ys = [sin_tanh_labels(sampling.effective_adjacency(pr["A"], pr["groups"], ph), pr["X"], pr["W_star"],
-                          pr["C_star"]) for ph in datasets]
+    Ys = [
+        sin_tanh_labels(sampling.effective_adjacency(pr["A"], pr["groups"], ph), pr["X"], pr["W_star"], pr["C_star"])
+        for ph in datasets
+    ]
     Y = torch.stack(Ys).repeat_interleave(len(seeds), 0)
     masks = label_masks(n, (omega,), seeds).repeat(len(datasets), 1)
     err, diverged = [], 0
     for name in samplers:
-        r = train_sampled_gcn(pr, Y, masks, sampler=name, p_star=p_star, keep=keep, m=m, steps=steps, lr=lr,
-                              seed=graph_seed)
+        r = train_sampled_gcn(
+            pr, Y, masks, sampler=name, p_star=p_star, keep=keep, m=m, steps=steps, lr=lr, seed=graph_seed
+        )
         err.append(r["test_error"].reshape(len(datasets), len(seeds)))
         diverged += int(r["diverged"])
     return {"err": np.stack(err), "psi": sampling.group_psi(sizes, degrees), "diverged": diverged}
