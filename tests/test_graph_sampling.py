@@ -11,7 +11,7 @@ from lib.models.gcn import GCN3
 @pytest.fixture(scope="module")
 def graph():
     edges, groups = sampling.degree_group_graph((20, 180), (10, 2), seed=3)
-    return sampling.normalised_adjacency(edges, len(groups)), groups, edges
+    return sampling.gcn_adjacency(edges, len(groups)), groups, edges
 
 
 def test_degree_group_graph_is_simple_and_seeded(graph):
@@ -25,7 +25,7 @@ def test_degree_group_graph_is_simple_and_seeded(graph):
     assert deg[:20].mean() > 8 and deg[20:].mean() <= 2
 
 
-def test_normalised_adjacency_matches_dense(graph):
+def test_gcn_adjacency_matches_dense(graph):
     A, groups, edges = graph
     n = len(groups)
     adj = np.eye(n)
@@ -65,7 +65,7 @@ def test_fastgcn_is_unbiased(graph):
 
 def test_psi_and_norms():
     np.testing.assert_allclose(sampling.group_psi((100, 1900), (10, 1)), [1000 / 2900, np.sqrt(10) * 1900 / 2900])
-    A = sampling.normalised_adjacency(np.array([[0, 1]]), 3)
+    A = sampling.gcn_adjacency(np.array([[0, 1]]), 3)
     assert sampling.inf_norm(A) == pytest.approx(1.0)
     assert sampling.inf_norm(sampling.effective_adjacency(A, [0, 0, 1], (0.5, 1.0))) == pytest.approx(1.0)
 
@@ -95,7 +95,7 @@ def test_argument_checks(graph):
     with pytest.raises(ValueError, match="sizes"):
         sampling.degree_group_graph((10,), (2, 3))
     with pytest.raises(ValueError, match="edges"):
-        sampling.normalised_adjacency(np.array([[0, 5]]), 3)
+        sampling.gcn_adjacency(np.array([[0, 5]]), 3)
     with pytest.raises(ValueError, match="adjs"):
         GCN3(2, 3, 3, 1)((A, A), torch.zeros(200, 2))
     with pytest.raises(ValueError, match="m1"):

@@ -14,14 +14,16 @@ holds explicit zeros), so a sampled matrix costs one elementwise product.
 
 from __future__ import annotations
 
+import networkx as nx
 import numpy as np
 import torch
 
 from ..config import check_in, check_int, check_range
+from .operators import augmented_adjacency
 
 __all__ = [
     "degree_group_graph",
-    "normalised_adjacency",
+    "gcn_adjacency",
     "column_scale",
     "effective_adjacency",
     "inf_norm",
@@ -73,10 +75,11 @@ def degree_group_graph(sizes, degrees, seed: int = 0):
     return edges.astype(np.int64), groups
 
 
-def normalised_adjacency(edges, n: int, *, dtype=torch.float32) -> torch.Tensor:
-    """The normalised adjacency :math:`A = D^{-1/2}(\\mathrm{adj}+I)D^{-1/2}` as a sparse tensor.
+def gcn_adjacency(edges, n: int, *, dtype=torch.float32) -> torch.Tensor:
+    """The GCN aggregation :math:`A = D^{-1/2}(\\mathrm{adj}+I)D^{-1/2}` as a sparse torch tensor.
 
-    :math:`D_{ii} = \\sum_j (\\mathrm{adj}+I)_{ij}` counts the self-loop.
+    :math:`D_{ii} = \\sum_j (\\mathrm{adj}+I)_{ij}` counts the self-loop. This is
+    :func:`lib.graphs.operators.augmented_adjacency` with :math:`\\epsilon = 1`, converted for torch.
 
     Args:
         edges: int array (E, 2) of undirected edges (each once, no self-loops).
@@ -92,13 +95,13 @@ def normalised_adjacency(edges, n: int, *, dtype=torch.float32) -> torch.Tensor:
         raise ValueError(f"edges must hold node indices in [0, {n - 1}]")
     if np.any(edges[:, 0] == edges[:, 1]):
         raise ValueError("edges must not contain self-loops (the identity is added here)")
-    loops = np.arange(n)
-    rows = np.concatenate([edges[:, 0], edges[:, 1], loops])
-    cols = np.concatenate([edges[:, 1], edges[:, 0], loops])
-    deg = np.bincount(rows, minlength=n).astype(np.float64)
-    vals = 1.0 / np.sqrt(deg[rows] * deg[cols])
-    idx = torch.from_numpy(np.stack([rows, cols]))
-    return torch.sparse_coo_tensor(idx, torch.from_numpy(vals).to(dtype), (n, n), check_invariants=True).coalesce()
+    G = nx.Graph()
+    G.add_nodes_from(range(n))
+    G.add_edges_from(edges.tolist())
+    M = augmented_adjacency(G, 1.0).tocoo()
+    idx = torch.from_numpy(np.stack([M.row, M.col]).astype(np.int64))
+    vals = torch.from_numpy(M.data).to(dtype)
+    return torch.sparse_coo_tensor(idx, vals, (n, n), check_invariants=True).coalesce()
 
 
 def _check_sparse(name: str, A) -> None:

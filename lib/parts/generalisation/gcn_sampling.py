@@ -96,7 +96,7 @@ def two_group_problem(sizes, degrees, *, d: int = 10, p: int = 10, k_out: int = 
         check_int(name, v, minimum=1)
     edges, groups = sampling.degree_group_graph(sizes, degrees, seed=seed)
     n = len(groups)
-    A = sampling.normalised_adjacency(edges, n)
+    A = sampling.gcn_adjacency(edges, n)
     deg = np.bincount(edges.ravel(), minlength=n)
     g = torch.Generator().manual_seed(seed + 1)
     return {
