@@ -8,6 +8,14 @@ from lib.graphs import sampling
 from lib.models.gcn import GCN3
 
 
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny sparse products: one thread is much faster on a busy machine
+    yield
+    torch.set_num_threads(n)
+
+
 @pytest.fixture(scope="module")
 def graph():
     edges, groups = sampling.degree_group_graph((20, 180), (10, 2), seed=3)

@@ -8,6 +8,14 @@ from lib.graphs import sampling
 from lib.parts.generalisation import gcn_sampling as gs
 
 
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny sparse products: one thread is much faster on a busy machine
+    yield
+    torch.set_num_threads(n)
+
+
 @pytest.fixture(scope="module")
 def problem():
     return gs.two_group_problem((10, 110), (8, 2), seed=0)
