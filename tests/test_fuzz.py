@@ -142,8 +142,15 @@ CASES = [
     C(mlp.MLP, "d_in:count d_out:count depth:count width:count activation:option bias:bool init_scale:nonneg",
       2, 2, 2, 3),
     C(mlp.ReLUMLP, "in_dim:count width:count depth:count out_dim:count bias:bool", 2, 3, 2),
+    C(transformer.TransformerConfig, "d_in:count d_model:count n_layers:count n_heads:count max_len:count",
+      d_in=2, d_model=8, n_layers=1, max_len=8),
     C(transformer.default_alibi_slopes, "n_heads:count", 2),
     C(transformer.alibi_bias, "T:count causal:option", 4, torch.ones(1)),
+    C(transformer.softmax_attention, "q:state k:state v:state scale:pos", *(torch.ones(1, 3, 2),) * 3),
+    C(transformer.MultiHeadAttention, "layer:count", SMALL_CFG, 0),
+    C(transformer.FFN, "d_model:count hidden:count bias:bool", 4, 8),
+    C(transformer.LinearFFN, "d_model:count bias:bool", 4),
+    C(transformer.Block, "layer:count", SMALL_CFG, 0),
     C(cnn.CNNConfig, "in_channels:count hidden:count heads:count"),
     C(cnn.concept_probs, "x:array batch:count", CNN, IMGS),
     C(unet.UNetConfig, "in_channels:count blocks:count cond_dim:count emb_dim:count groups:count"),
@@ -260,7 +267,8 @@ def _mutate(value, bad):
     if isinstance(bad, str) and bad in ("nan", "empty") and not isinstance(value, str):
         arr = value.detach().clone() if torch.is_tensor(value) else np.array(value, dtype=float)
         if bad == "nan":
-            return arr.to(torch.float64).fill_(NAN) if torch.is_tensor(arr) else np.full_like(arr, NAN)
+            return arr.float().fill_(NAN) if torch.is_tensor(arr) and not arr.is_floating_point() else (
+                arr.fill_(NAN) if torch.is_tensor(arr) else np.full_like(arr, NAN))
         return arr.reshape(-1)[:0]
     return bad
 

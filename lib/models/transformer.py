@@ -37,7 +37,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..config import check_in, check_int, check_positive
+from ..config import check_bool, check_in, check_int, check_positive
 
 __all__ = [
     "TransformerConfig",
@@ -136,6 +136,8 @@ class TransformerConfig:
         check_in("rpe", self.rpe, ("alibi", "none"))
         check_in("causal", self.causal, ("standard", "strict"))
         check_positive("init_std", self.init_std, allow_zero=True)
+        for h in self.n_heads if isinstance(self.n_heads, (list, tuple)) else (self.n_heads,):
+            check_int("n_heads", h, minimum=1)  # before int() would turn 2.5 into 2
         heads = _per_layer("n_heads", self.n_heads, self.n_layers, int)
         for h in heads:
             check_int("n_heads", h, minimum=1)
@@ -237,6 +239,15 @@ def softmax_attention(
         are all 0
         when a query has no allowed key).
     """
+    # shapes and types only: this runs inside torch.func.vmap, where tests of the values cannot branch
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor) or t.ndim < 2 or t.numel() == 0:
+            raise ValueError(f"{name} must be a non-empty tensor (..., T, d), got {t!r}")
+    if k.shape[-1] != q.shape[-1] or v.shape[-2] != k.shape[-2]:
+        raise ValueError(f"k must match q's width and v k's length, got q {tuple(q.shape)}, k {tuple(k.shape)}, "
+                         f"v {tuple(v.shape)}")
+    if not isinstance(scale, torch.Tensor):
+        check_positive("scale", scale)
     scores = q @ k.transpose(-1, -2)
     if scale != 1.0:
         scores = scores * scale
@@ -264,6 +275,7 @@ class MultiHeadAttention(nn.Module):
 
     def __init__(self, cfg: TransformerConfig, layer: int):
         super().__init__()
+        check_int("layer", layer, minimum=0, maximum=cfg.n_layers - 1)
         H, dh, D = cfg.heads(layer), cfg.head_dim(layer), cfg.d_model
         self.n_heads, self.d_head, self.causal = H, dh, cfg.causal
         self.scale = cfg.attn_scale if cfg.attn_scale is not None else 1.0 / math.sqrt(dh)
@@ -323,6 +335,9 @@ class FFN(nn.Module):
 
     def __init__(self, d_model: int, hidden: int, bias: bool = True):
         super().__init__()
+        check_int("d_model", d_model, minimum=1)
+        check_int("hidden", hidden, minimum=1)
+        check_bool("bias", bias)
         self.fc1 = nn.Linear(d_model, hidden, bias=bias)
         self.fc2 = nn.Linear(hidden, d_model, bias=bias)
 
@@ -335,6 +350,8 @@ class LinearFFN(nn.Module):
 
     def __init__(self, d_model: int, bias: bool = True):
         super().__init__()
+        check_int("d_model", d_model, minimum=1)
+        check_bool("bias", bias)
         self.fc = nn.Linear(d_model, d_model, bias=bias)
 
     def forward(self, x):
@@ -346,6 +363,7 @@ class Block(nn.Module):
 
     def __init__(self, cfg: TransformerConfig, layer: int):
         super().__init__()
+        check_int("layer", layer, minimum=0, maximum=cfg.n_layers - 1)
         self.attn = MultiHeadAttention(cfg, layer)
         self.residual = cfg._layers["residual"][layer]
         kind = cfg._layers["ffn"][layer]

@@ -27,3 +27,49 @@ EXAMPLE_1 = {
 
 #: The book's defaults where the thesis is silent (online SGD on fresh permutation tasks).
 COT_TRAINING = {"l_tr": 20, "batch": 128, "lr": 1.0, "init_std": 0.01}
+# ------------------------------------------------------------------------------------------------- chapter 5 (GCNs)
+#: Section 5.4 as stated: graph, teacher (5.20), optimiser and sampler. ``None`` where the thesis is silent.
+PAPER_GCN = {
+    "N": 2000,
+    "d": 10,
+    "p": 10,
+    "K": 2,
+    "feature_law": "N(0,1)",
+    "loss": "l2 regression",
+    "lr": 1e-3,
+    "batch": 5,
+    "dropout": 0.4,
+    "iterations": "4|Omega|",
+    "optimizer": None,
+    "keep": 0.9,
+    "test_metric": None,
+    "seeds": None,
+    "graph_generator": None,
+}
+#: Figs 5.1 and 5.2: unbalanced graph, sampler p* = (0.7, 0.3), teacher on A* = A P*. Degrees not given.
+PAPER_GCN_FIG51 = {"sizes": (100, 1900), "p_star": (0.7, 0.3), "m": 500, "degrees": None, "omegas": None}
+PAPER_GCN_FIG52 = {"sizes": (100, 1900), "p_star": (0.7, 0.3), "omega": 1500, "degrees": None, "widths": None}
+#: Figs 5.3 (unbalanced) and 5.4 (balanced): three teachers A P-hat; Dataset 2 is not given.
+PAPER_GCN_FIG53 = {
+    "sizes": (100, 1900),
+    "degrees": (10, 1),
+    "p_star": (0.9, 0.1),
+    "datasets": ((0.9, 0.1), None, (0.5, 0.5)),
+    "fastgcn_t": None,
+}
+PAPER_GCN_FIG54 = {**PAPER_GCN_FIG53, "sizes": (1000, 1000)}
+
+#: The book's defaults where the thesis is silent: configuration-model graphs with these degree pairs, Dataset 2
+#: = (0.1, 0.9), relative test MSE, full-batch Adam, FastGCN with t = 0.9 N draws and q(u) ~ ||A[:, u]||^2.
+GCN_DEFAULTS = {"degree_pairs": ((8, 2), (20, 2), (40, 2)), "dataset2": (0.1, 0.9), "seeds": (0, 1, 2)}
+#: CPU stand-in (quick mode): N = 600 with the thesis's group ratios, m = 32, 300 full-batch Adam steps.
+GCN_CPU = {"N": 600, "m": 32, "steps": 300, "lr": 1e-2, "omegas": (100, 250, 450), "widths": (8, 16, 32, 64)}
+#: The thesis's own scale (needs a GPU or a long CPU run): N = 2000, m = 500, |Omega| up to 1500.
+GCN_PAPER_SCALE = {
+    "N": 2000,
+    "m": 500,
+    "steps": 2000,
+    "lr": 1e-3,
+    "omegas": (200, 500, 1000, 1500),
+    "widths": (50, 100, 200, 500),
+}
