@@ -60,11 +60,12 @@ PAPER_GCN_FIG53 = {
 PAPER_GCN_FIG54 = {**PAPER_GCN_FIG53, "sizes": (1000, 1000)}
 
 #: The book's defaults where the thesis is silent: configuration-model graphs with these degree pairs, Dataset 2
-#: = (0.1, 0.9), relative test MSE, full-batch Adam, FastGCN with t = 0.9 N draws and q(u) ~ ||A[:, u]||^2.
+#: = (0.1, 0.9), relative test MSE, full-batch Adam, FastGCN with t = 0.9 N draws and q(u) proportional to the
+#: squared norm of column u of A.
 GCN_DEFAULTS = {"degree_pairs": ((8, 2), (20, 2), (40, 2)), "dataset2": (0.1, 0.9), "seeds": (0, 1, 2)}
 #: CPU stand-in (quick mode): N = 600 with the thesis's group ratios, m = 32, 300 full-batch Adam steps.
 GCN_CPU = {"N": 600, "m": 32, "steps": 300, "lr": 1e-2, "omegas": (100, 250, 450), "widths": (8, 16, 32, 64)}
-#: The thesis's own scale (needs a GPU or a long CPU run): N = 2000, m = 500, |Omega| up to 1500.
+#: The thesis's own scale (needs a GPU or a long CPU run): N = 2000, m = 500, the number of labelled nodes up to 1500.
 GCN_PAPER_SCALE = {
     "N": 2000,
     "m": 500,

@@ -56,7 +56,8 @@ GNP = dict(p=0.5, seed=0)
 PAPER_FIG23 = dict(m=2, depth=2, levels=(1, 1, 3), pattern=(1, 1), walks=(1, 0))
 
 #: Lemma A.6 (bound on the number of rooted aggregation trees): (m - 1)^(2^K - 1); the proof's last line prints
-#: 2^(K-1). Props 2.3, 2.6 assume at least 2 feature values and m >= 3. Lemma A.7: 2^k - 2^(k-2) <= q_k <= m^k / 2 for 2 <= k <= K
+#: 2^(K-1). Props 2.3, 2.6 assume at least 2 feature values and m >= 3. Lemma A.7: 2^k - 2^(k-2) <= q_k <= m^k / 2
+#: for 2 <= k <= K
 #: gives at least 2^(2^(K-1) - 1) trees per GA-MLP class. Prop 2.7's proof: (m - 2) m^(k-1) choices of q_k, each
 #: with m^(k-1) + 1 walk counts.
 PAPER_TREES = dict(min_features=2, min_m=3, lemma_a6_exponent="2^K - 1", lemma_a7_bound="2^(2^(K-1) - 1)",
