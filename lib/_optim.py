@@ -14,7 +14,7 @@ import math
 import numpy as np
 import torch
 
-from .config import check_in, check_int, check_positive, check_range
+from .config import check_bool, check_in, check_int, check_positive, check_range
 
 OPTIMIZERS = ("gd", "sgd", "adam", "adamw")
 
@@ -28,6 +28,7 @@ def check_options(*, lr, optimizer, momentum, nesterov, weight_decay, adam_betas
     check_positive("weight_decay", weight_decay, allow_zero=True)
     if momentum and optimizer not in ("gd", "sgd"):
         raise ValueError(f"momentum applies to optimizer 'gd'/'sgd' only (Adam's is adam_betas), got {optimizer!r}")
+    check_bool("nesterov", nesterov)
     if nesterov and not momentum:
         raise ValueError("nesterov=True needs momentum > 0")
     try:
@@ -126,6 +127,8 @@ def record_test(record_every):
     if isinstance(record_every, (int, np.integer)) and not isinstance(record_every, bool):
         check_int("record_every", record_every, minimum=1)
         return lambda step: step % record_every == 0
+    if isinstance(record_every, (str, bytes)):
+        raise ValueError(f"record_every must be an int >= 1 or a collection of steps, got {record_every!r}")
     try:
         values = [float(s) for s in record_every]
     except (TypeError, ValueError):

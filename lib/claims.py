@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 import json
 import os
+import re
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -213,6 +214,15 @@ def badge(state: str) -> str:
     )
 
 
+_INLINE_MATH = re.compile(r"\$([^$\n]+)\$")
+
+
+def tex_html(text: str) -> str:
+    """``text`` escaped for HTML, with inline math ``$...$`` turned into MathJax's ``\\(...\\)``: the book
+    typesets it inside an element of class ``mathjax_process`` (claims tables have it)."""
+    return _INLINE_MATH.sub(lambda m: "\\(" + m.group(1) + "\\)", html.escape(str(text)))
+
+
 def table_html(claims: list[dict] | list[Claim], *, show_chapter: bool = False, anchors: bool = False,
                start: int = 0, anchor_from: int = 0) -> str:
     """An HTML table of claims (dicts or :class:`Claim` objects), the status first so it is never cut off.
@@ -221,7 +231,7 @@ def table_html(claims: list[dict] | list[Claim], *, show_chapter: bool = False, 
     links to it), for the rows whose position is at least ``anchor_from`` (so that no id appears twice on a page).
     """
     rows = []
-    e = html.escape
+    e = tex_html
     for i, c in enumerate(claims):
         c = asdict(c) if isinstance(c, Claim) else c
         mismatch = c["status"] not in (c["expect"], FULL_ONLY)
@@ -244,7 +254,7 @@ def table_html(claims: list[dict] | list[Claim], *, show_chapter: bool = False, 
     head_chap = "<th>chapter</th>" if show_chapter else ""
     return (
         f"<style>{_TABLE_CSS}</style>"
-        '<div class="eld-claims-wrap"><table class="eld-claims">'
+        '<div class="eld-claims-wrap mathjax_process"><table class="eld-claims">'
         f"<thead><tr><th>status</th>{head_chap}<th>kind, source</th><th>claim</th><th>expected</th>"
         "<th>measured</th><th>rule</th></tr></thead>"
         f"<tbody>{''.join(rows)}</tbody></table></div>"

@@ -87,12 +87,20 @@ def cache_dir() -> Path:
 # --------------------------------------------------------------------------------------------------------------
 
 
+def _real(name: str, value) -> float:
+    """``float(value)`` for a real number (Python, NumPy or a one-element tensor); strings, booleans, None and
+    other objects raise a ``ValueError`` naming the argument (``float("3")`` would quietly accept a string)."""
+    if isinstance(value, (str, bytes, bool, np.bool_)) or value is None:
+        raise ValueError(f"{name} must be a number, got {value!r}")
+    try:
+        return float(value)
+    except (TypeError, ValueError, RuntimeError):
+        raise ValueError(f"{name} must be a number, got {value!r}") from None
+
+
 def check_positive(name: str, value, *, allow_zero: bool = False) -> None:
     """Raise ``ValueError`` unless ``value`` is a finite number > 0 (or >= 0 with ``allow_zero``)."""
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number, got {value!r}") from None
+    v = _real(name, value)
     ok = np.isfinite(v) and (v >= 0 if allow_zero else v > 0)
     if not ok:
         bound = ">= 0" if allow_zero else "> 0"
@@ -111,10 +119,7 @@ def check_int(name: str, value, *, minimum: int | None = None, maximum: int | No
 
 def check_range(name: str, value, lo=None, hi=None, *, lo_open: bool = False, hi_open: bool = False) -> None:
     """Raise ``ValueError`` unless ``lo <= value <= hi`` (open ends with ``lo_open`` / ``hi_open``)."""
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number, got {value!r}") from None
+    v = _real(name, value)
     bad = not np.isfinite(v)
     if lo is not None:
         bad |= v <= lo if lo_open else v < lo
@@ -138,3 +143,56 @@ def check_shape(name: str, array, shape: tuple) -> None:
     actual = tuple(getattr(array, "shape", ()))
     if len(actual) != len(shape) or any(s is not None and s != a for s, a in zip(shape, actual)):
         raise ValueError(f"{name} must have shape {shape} (None = any), got {actual}")
+
+
+def check_finite(name: str, value) -> None:
+    """Raise ``ValueError`` unless ``value`` is a finite real number."""
+    if not np.isfinite(_real(name, value)):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+
+
+def check_bool(name: str, value) -> None:
+    """Raise ``ValueError`` unless ``value`` is a boolean (``True``/``False``; a string such as ``"no"`` is not)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+
+
+def check_seed(name: str, value) -> None:
+    """Raise ``ValueError`` unless ``value`` is an integer seed in ``[0, 2**32)``."""
+    check_int(name, value, minimum=0, maximum=2**32 - 1)
+
+
+def check_callable(name: str, value) -> None:
+    """Raise ``ValueError`` unless ``value`` is callable."""
+    if not callable(value):
+        raise ValueError(f"{name} must be callable, got {value!r}")
+
+
+def check_array(name: str, value, *, ndim=None, finite: bool | str = True, nonempty: bool = True,
+                positive: bool = False) -> np.ndarray:
+    """A float NumPy copy of ``value`` (array, tensor or nested list), checked: ``ndim`` (an int or a tuple of
+    allowed ranks), no NaN/inf entries (``finite=True``; ``"some"``: NaN marks missing values, but at least one
+    entry is finite; ``False``: no test), at least one entry (``nonempty``). Raises ``ValueError`` naming the
+    argument. ``positive``: every entry > 0."""
+    if isinstance(value, (str, bytes, bool)) or value is None:
+        raise ValueError(f"{name} must be an array of numbers, got {value!r}")
+    if hasattr(value, "detach"):
+        value = value.detach().cpu().numpy()
+    try:
+        arr = np.array(value, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be an array of numbers, got {type(value).__name__}") from None
+    if ndim is not None:
+        allowed = (ndim,) if isinstance(ndim, int) else tuple(ndim)
+        if arr.ndim not in allowed:
+            raise ValueError(f"{name} must have {' or '.join(map(str, allowed))} dimensions, got shape {arr.shape}")
+    if nonempty and arr.size == 0:
+        raise ValueError(f"{name} must not be empty, got shape {arr.shape}")
+    if finite == "some":
+        if arr.size and not np.isfinite(arr).any():
+            raise ValueError(f"{name} has no finite entry")
+    elif finite and not np.isfinite(arr).all():
+        raise ValueError(f"{name} must hold finite numbers only (found NaN or inf)")
+    if positive and not (arr > 0).all():
+        raise ValueError(f"{name} must hold numbers > 0 only")
+    return arr

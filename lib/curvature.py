@@ -32,7 +32,7 @@ import numpy as np
 import torch
 from torch.func import functional_call, grad, jvp
 
-from .config import check_in, check_int, check_positive, check_range
+from .config import check_in, check_int, check_positive, check_range, check_seed
 
 METHODS = ("lanczos", "power", "dense")
 ENGINES = ("auto", "graph", "forward")
@@ -44,6 +44,8 @@ def _check(loss, theta):
     if not isinstance(theta, torch.Tensor) or theta.ndim != 1 or theta.numel() == 0:
         shape = tuple(theta.shape) if isinstance(theta, torch.Tensor) else type(theta).__name__
         raise ValueError(f"theta must be a non-empty 1-D tensor, got {shape}")
+    if not torch.isfinite(theta).all():
+        raise ValueError("theta must hold finite numbers only (found NaN or inf)")
 
 
 class HessianOperator:
@@ -131,6 +133,8 @@ def hvp(loss: Callable, theta: torch.Tensor, v: torch.Tensor, *, engine: str = "
     _check(loss, theta)
     if not isinstance(v, torch.Tensor) or v.shape != theta.shape:
         raise ValueError(f"v must be a tensor of shape {tuple(theta.shape)}")
+    if not torch.isfinite(v).all():
+        raise ValueError("v must hold finite numbers only (found NaN or inf)")
     return HessianOperator(loss, theta, engine)(v)
 
 
@@ -148,6 +152,8 @@ def default_ncv(k: int, n: int) -> int:
     """Krylov basis size for ``eigsh``: ``max(2k + 1, k + NCV_EXTRA)``, at most ``n``. ARPACK builds the whole
     basis before its first convergence test, so for ``k = 1`` scipy's default (20) costs about 21 products where
     ``NCV_EXTRA`` + 1 reach the same eigenvalue to round-off on the benchmark's models."""
+    check_int("k", k, minimum=1)
+    check_int("n", n, minimum=1)
     return min(n, max(2 * k + 1, k + NCV_EXTRA))
 
 
@@ -241,6 +247,7 @@ def top_eigenpairs(op: HessianOperator, k: int = 1, *, method: str = "lanczos", 
     check_in("method", method, METHODS)
     check_positive("tol", tol)
     check_int("maxiter", maxiter, minimum=1)
+    check_seed("seed", seed)
     if ncv is not None:
         check_int("ncv", ncv, minimum=k + 1)
     if v0 is not None and (not isinstance(v0, torch.Tensor) or v0.shape != (n,)):
@@ -353,6 +360,7 @@ class SharpnessTracker:
         if lanczos_tol is not None:
             check_range("lanczos_tol", lanczos_tol, 0.0, 1.0, lo_open=True, hi_open=True)
         check_in("engine", engine, ENGINES)
+        check_seed("seed", seed)
         self.tol, self.gap, self.watch, self.max_iter, self.refresh_every = tol, gap, watch, max_iter, refresh_every
         self.lanczos_tol = tol * 0.1 if lanczos_tol is None else lanczos_tol
         self.engine, self.seed = engine, seed
@@ -491,6 +499,8 @@ def directional_derivatives(loss: Callable, theta: torch.Tensor, u: torch.Tensor
     _check(loss, theta)
     if not isinstance(u, torch.Tensor) or u.shape != theta.shape:
         raise ValueError(f"u must be a tensor of shape {tuple(theta.shape)}")
+    if not torch.isfinite(u).all():
+        raise ValueError("u must hold finite numbers only (found NaN or inf)")
     check_int("max_order", max_order, minimum=0, maximum=8)
     check_in("route", route, DERIVATIVE_ROUTES)
     theta, u = theta.detach(), u.detach().to(theta.dtype)

@@ -7,11 +7,11 @@ from __future__ import annotations
 import numpy as np
 from scipy.signal import find_peaks
 
-from lib.config import check_in, check_int, check_positive
+from lib.config import check_array, check_bool, check_finite, check_in, check_int, check_positive
 
 
 def _as_curves(curve, name: str = "curve") -> tuple[np.ndarray, bool]:
-    arr = np.asarray(curve, dtype=float)
+    arr = check_array(name, curve, finite="some", nonempty=False)
     if arr.ndim not in (1, 2):
         raise ValueError(f"{name} must be 1-D (time,) or 2-D (batch, time), got shape {arr.shape}")
     if arr.shape[-1] < 1:
@@ -73,7 +73,7 @@ def running_median(curve, window: int = 3) -> np.ndarray:
     Removes one-point spikes of a noisy read-out before a curve is tested for rebounds. Shape is kept.
     """
     check_int("window", window, minimum=1)
-    curve = np.asarray(curve, dtype=float)
+    curve = check_array("curve", curve, finite="some", nonempty=False)
     if curve.ndim == 0 or curve.shape[-1] == 0:
         raise ValueError(f"curve must have a non-empty last axis, got shape {curve.shape}")
     return np.stack([np.median(curve[..., max(0, t - window + 1):t + 1], axis=-1)
@@ -106,8 +106,8 @@ def detour(traj, target) -> np.ndarray:
     Returns:
         the detour size, a scalar array for ``(T, k)`` or shape ``(B,)`` for ``(B, T, k)``.
     """
-    traj = np.asarray(traj, dtype=float)
-    target = np.asarray(target, dtype=float)
+    traj = check_array("traj", traj, finite="some")
+    target = check_array("target", target)
     if traj.ndim not in (2, 3) or target.ndim != 1 or traj.shape[-1] != target.shape[0]:
         raise ValueError(
             f"traj must have shape (T, k) or (B, T, k) and target (k,), got {traj.shape} and {target.shape}"
@@ -137,8 +137,10 @@ def hitting_time(t, y, threshold: float, *, direction: str = "down", after: floa
     Returns:
         The crossing time (``t[0]`` if the curve starts beyond the level), or ``never``.
     """
-    t = np.asarray(t, dtype=float)
-    y = np.asarray(y, dtype=float)
+    t = check_array("t", t)
+    y = check_array("y", y, finite="some")
+    check_finite("threshold", threshold)
+    check_bool("interpolate", interpolate)
     if t.ndim != 1 or y.ndim not in (1, 2) or y.shape[0] != t.shape[0]:
         raise ValueError(f"t must be 1-D and y (n,) or (n, B) with n = len(t), got {t.shape} and {y.shape}")
     check_in("direction", direction, ("down", "up", "either"))
@@ -187,8 +189,8 @@ def speed(values, times) -> np.ndarray:
     ``values`` (..., T, d) at strictly increasing ``times`` (T,) -> speeds (..., T - 1), one per interval (see
     :func:`geometric_midpoints` for where to plot them on a log axis).
     """
-    t = np.asarray(times, dtype=np.float64)
-    v = np.asarray(values, dtype=np.float64)
+    t = check_array("times", times, finite=False)
+    v = check_array("values", values)
     if t.ndim != 1 or t.size < 2 or not np.all(np.isfinite(t)):
         raise ValueError(f"times must be 1-D, finite, with at least 2 entries, got shape {t.shape}")
     if np.any(np.diff(t) <= 0):
@@ -201,7 +203,7 @@ def speed(values, times) -> np.ndarray:
 def geometric_midpoints(times) -> np.ndarray:
     """Geometric means ``sqrt(t_i t_{i+1})`` of consecutive times (times below 1 count as 1): where the
     interval speeds of :func:`speed` sit on a log axis. ``times`` (T,) -> (T - 1,)."""
-    t = np.asarray(times, dtype=np.float64)
+    t = check_array("times", times)
     if t.ndim != 1 or t.size < 2:
         raise ValueError(f"times must be 1-D with at least 2 entries, got shape {t.shape}")
     return np.sqrt(np.maximum(t[1:], 1) * np.maximum(t[:-1], 1))
@@ -219,8 +221,8 @@ def loglog_slope(x, y) -> tuple[float, float]:
     Returns:
         ``(slope, spread)``.
     """
-    x = np.asarray(x, dtype=float)
-    y = np.asarray(y, dtype=float)
+    x = check_array("x", x, finite=False)
+    y = check_array("y", y, finite=False)
     if x.ndim != 1 or y.shape != x.shape or x.size < 2:
         raise ValueError(f"x and y must be 1-D of equal length >= 2, got {x.shape} and {y.shape}")
     if not (np.all(x > 0) and np.all(y > 0) and np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
@@ -239,7 +241,25 @@ def loglog_slope(x, y) -> tuple[float, float]:
 
 def ratio_spread(values) -> tuple[float, float]:
     """Mean of positive ``values`` (shape (n,)) and their relative spread ``max/min - 1``."""
-    v = np.asarray(values, dtype=float)
+    v = check_array("values", values)
     if v.ndim != 1 or v.size < 1 or not np.all(v > 0):
         raise ValueError("values must be a non-empty 1-D array of positive numbers")
     return float(v.mean()), float(v.max() / v.min() - 1.0)
+
+
+def attention_mass_by_type(weights, same_a, same_b) -> np.ndarray:
+    """Total attention on the four key types given by two binary labels (e.g. same pattern x same step).
+
+    Args:
+        weights: attention weights over keys, shape (..., L) (rows need not sum to one).
+        same_a, same_b: boolean arrays broadcastable to ``weights``: whether each key shares property a (b) with
+            the query.
+
+    Returns:
+        Array of shape (..., 4): the mass on keys with (a, b), (a, not b), (not a, b), (not a, not b).
+    """
+    w = np.asarray(weights, dtype=float)
+    a = np.broadcast_to(np.asarray(same_a, dtype=bool), w.shape)
+    b = np.broadcast_to(np.asarray(same_b, dtype=bool), w.shape)
+    masks = (a & b, a & ~b, ~a & b, ~a & ~b)
+    return np.stack([(w * m).sum(-1) for m in masks], axis=-1)

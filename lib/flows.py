@@ -16,7 +16,7 @@ import numpy as np
 from scipy.integrate import solve_ivp
 from scipy.optimize import brentq
 
-from lib.config import check_in, check_int, check_positive
+from lib.config import check_array, check_callable, check_in, check_int, check_positive
 
 
 @dataclass
@@ -43,6 +43,7 @@ class FlowResult:
 def log_time_grid(t0: float, t1: float, n: int, t_min: float | None = None) -> np.ndarray:
     """``[t0]`` followed by ``n`` log-spaced times from ``t_min`` (default ``t1 * 1e-6``) to ``t1``; shape (n+1,)."""
     check_int("n", n, minimum=2)
+    check_positive("t0", t0, allow_zero=True)
     check_positive("t1", t1)
     if t_min is None:
         t_min = max(t1 * 1e-6, t0 * (1 + 1e-12)) if t0 > 0 else t1 * 1e-6
@@ -85,7 +86,8 @@ def integrate_flow(
     """
     if not callable(rhs):
         raise ValueError("rhs must be callable as rhs(t, y)")
-    y0 = np.atleast_1d(np.asarray(y0, dtype=float))
+    check_callable("rhs", rhs)
+    y0 = np.atleast_1d(check_array("y0", y0))
     if y0.ndim != 1 or not np.all(np.isfinite(y0)):
         raise ValueError(f"y0 must be a finite 1-D array, got shape {y0.shape}")
     t0, t1 = (float(v) for v in t_span)

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from lib.config import check_int, check_positive
+from lib.config import check_array, check_callable, check_finite, check_int, check_positive
 
 
 def iterate_map(F: Callable, x0, steps: int, *, keep: int | None = None, bound: float = 1e12):
@@ -28,11 +28,12 @@ def iterate_map(F: Callable, x0, steps: int, *, keep: int | None = None, bound: 
     Returns:
         array of shape ``(T, *S)`` with ``T = steps + 1`` or ``keep``.
     """
+    check_callable("F", F)
     check_int("steps", steps, minimum=0)
     check_positive("bound", bound)
     if keep is not None:
         check_int("keep", keep, minimum=1, maximum=steps + 1)
-    x = np.array(x0, dtype=float, copy=True)
+    x = check_array("x0", x0)
     n_keep = steps + 1 if keep is None else keep
     out = np.empty((n_keep, *x.shape))
     start = steps + 1 - n_keep
@@ -48,6 +49,65 @@ def iterate_map(F: Callable, x0, steps: int, *, keep: int | None = None, bound: 
     return out
 
 
+def stop_at_divergence(history: dict, keys=None, *, loss_keys=(), batch_ndim: int = 0, bound: float = 1e8,
+                       factor: float | None = 1e6) -> dict:
+    """Apply the book's divergence rule (that of :func:`lib.train.train`) to the history of a hand-written map.
+
+    A run diverges at the first step where one of its recorded values is not finite or exceeds ``bound`` in
+    magnitude, or where a loss exceeds ``factor`` times its value at step 0 (when that is > 0; ``factor=None``
+    switches the relative test off; parameters started near zero may grow by any factor). The history up to and
+    including that step is kept; later entries become NaN, as if the run had stopped there.
+
+    Args:
+        history: name -> array of shape ``(T, *batch, ...)`` (the same ``T`` and batch shape for all).
+        keys: the names the rule looks at (default: all).
+        loss_keys: the names among them that are losses (the relative test).
+        batch_ndim: number of batch axes after the time axis (runs that diverge independently).
+        bound: absolute bound (> 0).
+        factor: relative bound (> 1) or None.
+
+    Returns:
+        a new dict: the masked arrays, plus ``diverged`` (batch-shaped bool) and ``diverged_step`` (batch-shaped
+        int, -1 where the run did not diverge).
+    """
+    check_positive("bound", bound)
+    if factor is not None:
+        check_positive("factor", factor)
+        if factor <= 1:
+            raise ValueError(f"factor must be > 1 or None, got {factor!r}")
+    check_int("batch_ndim", batch_ndim, minimum=0)
+    if not isinstance(history, dict) or not history:
+        raise ValueError("history must be a non-empty dict name -> array")
+    keys = list(history) if keys is None else list(keys)
+    if isinstance(loss_keys, str) or any(k not in history for k in loss_keys):
+        raise ValueError(f"loss_keys must be a sequence of keys of history, got {loss_keys!r}")
+    arrays = {k: np.asarray(v, dtype=float) for k, v in history.items()}
+    T = arrays[keys[0]].shape[0]
+    batch = arrays[keys[0]].shape[1:1 + batch_ndim]
+    bad = np.zeros((T, *batch), dtype=bool)
+    for k in keys:
+        a = arrays[k]
+        if a.shape[:1 + batch_ndim] != (T, *batch):
+            raise ValueError(f"history[{k!r}] has shape {a.shape}, expected (T={T}, *{batch}, ...)")
+        mag = np.abs(a.reshape(T, *batch, -1))
+        with np.errstate(invalid="ignore"):
+            b = ~np.isfinite(mag).all(axis=-1) | (np.nan_to_num(mag, nan=np.inf).max(axis=-1) > bound)
+            if factor is not None and k in loss_keys:
+                start = mag[0].max(axis=-1)
+                b |= (start > 0) & (np.nan_to_num(mag, nan=np.inf).max(axis=-1) > factor * start)
+        bad |= b
+    diverged = bad.any(axis=0)
+    step = np.where(diverged, bad.argmax(axis=0), -1)
+    after = np.arange(T).reshape(T, *([1] * len(batch))) > np.where(diverged, step, T)
+    out = {}
+    for k, a in arrays.items():
+        mask = after.reshape(after.shape + (1,) * (a.ndim - after.ndim))
+        out[k] = np.where(mask, np.nan, a)
+    out["diverged"] = diverged if batch else bool(diverged)
+    out["diverged_step"] = step if batch else int(step)
+    return out
+
+
 def detect_period(traj, max_period: int = 64, tol: float = 1e-6) -> np.ndarray:
     """Smallest period of the tail of a trajectory.
 
@@ -60,7 +120,7 @@ def detect_period(traj, max_period: int = 64, tol: float = 1e-6) -> np.ndarray:
         integer array of shape ``S``: the period ``p >= 1``, ``0`` if none up to ``max_period`` (quasi-periodic
         or chaotic), ``-1`` if the trajectory diverged.
     """
-    traj = np.asarray(traj, dtype=float)
+    traj = check_array("traj", traj, finite=False)  # NaN/inf: a diverged run (period -1)
     check_int("max_period", max_period, minimum=1)
     check_positive("tol", tol)
     if traj.ndim < 1 or traj.shape[0] <= 2 * max_period:
@@ -86,7 +146,8 @@ def bifurcation_diagram(F_param: Callable, params, x0, transient: int = 2000, ke
 
     Returns ``(p_rep, x)``, two flat arrays of length ``len(params) * keep`` ready for a scatter plot.
     """
-    params = np.asarray(params, dtype=float)
+    check_callable("F_param", F_param)
+    params = check_array("params", params)
     if params.ndim != 1 or params.size == 0:
         raise ValueError("params must be a non-empty 1-D array")
     check_int("transient", transient, minimum=0)
@@ -104,9 +165,13 @@ def two_step_fixed_points(F: Callable, lo: float, hi: float, n_grid: int = 4001,
     """
     from scipy.optimize import brentq
 
-    if not hi > lo:
-        raise ValueError(f"hi must exceed lo, got lo={lo}, hi={hi}")
+    check_callable("F", F)
+    check_finite("lo", lo)
+    check_finite("hi", hi)
+    if not lo < hi:
+        raise ValueError(f"hi must be > lo = {lo}, got {hi}")
     check_int("n_grid", n_grid, minimum=3)
+    check_positive("tol", tol)
     g = lambda x: F(F(x)) - x
     xs = np.linspace(lo, hi, n_grid)
     with np.errstate(all="ignore"):

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lib.config import check_int, check_positive, check_range
+from lib.config import check_array, check_int, check_positive, check_range
 
 
 def wilson_interval(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -42,7 +42,12 @@ class Frequency:
 
 def frequency(flags, z: float = 1.96) -> Frequency:
     """Frequency of ``True`` in a 1-D boolean array (one entry per seed), with a Wilson interval."""
+    if isinstance(flags, (str, bytes)) or flags is None:
+        raise ValueError(f"flags must be an array of booleans, got {flags!r}")
     flags = np.asarray(flags)
+    if flags.dtype.kind == "f" and not np.isin(flags[np.isfinite(flags)], (0.0, 1.0)).all() or (
+            flags.dtype.kind == "f" and not np.isfinite(flags).all()):
+        raise ValueError("flags must be booleans (or 0/1), found other values")
     if flags.ndim != 1 or flags.size == 0:
         raise ValueError(f"flags must be a non-empty 1-D array, got shape {flags.shape}")
     check_range("z", z, 0, None, lo_open=True)
@@ -63,8 +68,8 @@ def order_violations(V, values, *, tol: float = 0.0, exclude=None) -> tuple[int,
     Returns:
         ``(violations, comparable_pairs)``; for a 2-D ``values`` the violations are an integer array ``(B,)``.
     """
-    V = np.asarray(V)
-    vals = np.asarray(values, dtype=float)
+    V = check_array("V", V)
+    vals = check_array("values", values)
     if V.ndim != 2 or not np.isin(V, (0, 1)).all():
         raise ValueError(f"V must be a 2-D 0/1 array, got shape {V.shape}")
     if vals.shape[-1] != V.shape[0] or vals.ndim not in (1, 2):

@@ -43,7 +43,12 @@ def step_decay(at: int, factor: float) -> Callable[[int], float]:
 
 def piecewise(boundaries, values) -> Callable[[int], float]:
     """Multiplier ``values[i]`` on ``[boundaries[i-1], boundaries[i])``; needs ``len(values) == len(boundaries)+1``."""
+    for name, arg in (("boundaries", boundaries), ("values", values)):
+        if isinstance(arg, (str, bytes)) or not hasattr(arg, "__iter__"):
+            raise ValueError(f"{name} must be a sequence of numbers, got {arg!r}")
     boundaries, values = list(boundaries), list(values)
+    for b in boundaries:
+        check_int("boundaries", b, minimum=0)
     if len(values) != len(boundaries) + 1:
         raise ValueError(f"values must have len(boundaries)+1 = {len(boundaries) + 1} entries, got {len(values)}")
     if boundaries != sorted(boundaries):
@@ -193,15 +198,21 @@ def train(
         batch = batch_fn(step, generator) if batch_fn is not None else None
         return loss_fn(params, batch) if batch_fn is not None else loss_fn(params)
 
-    def log(step, loss_value, lr_t):
+    def log(step, loss_value, lr_t, diverged=False):
         history["step"].append(step)
         history["loss"].append(loss_value)
         history["lr"].append(lr_t)
-        if record is not None:
-            with torch.no_grad():
-                stats = record(params, step)
-            for k, v in stats.items():
-                history.setdefault(k, []).append(v)
+        if record is None:
+            return
+        if diverged:  # record() never sees diverged parameters: its statistics are NaN at that step
+            for k, v in history.items():
+                if k not in ("step", "loss", "lr"):
+                    v.append(np.full_like(np.asarray(v[-1], dtype=float), np.nan))
+            return
+        with torch.no_grad():
+            stats = record(params, step)
+        for k, v in stats.items():
+            history.setdefault(k, []).append(v)
 
     loss0 = None
     for step in _iterate(steps, progress):
@@ -212,7 +223,7 @@ def train(
         diverged = (not math.isfinite(loss_value) or _optim.norm(leaves) > divergence_bound
                     or _optim.loss_blew_up(loss_value, loss0, divergence_factor))
         if recorded(step) or step == steps or diverged:
-            log(step, loss_value, lr_t)
+            log(step, loss_value, lr_t, diverged)
         if diverged:
             result.diverged, result.diverged_step = True, step
             break

@@ -49,11 +49,15 @@ def _thin(values: list, k: int) -> list:
 
 
 def render_png(fig, dpi: int = 72) -> bytes:
-    """Render a matplotlib figure to PNG bytes and close it."""
+    """Render a matplotlib figure to PNG bytes and close it.
+
+    No ``bbox_inches="tight"``: the book style's constrained layout already fits the figure, and the second layout
+    pass of a tight bounding box made each static frame about 1.2x slower."""
     import matplotlib.pyplot as plt
 
+    check_int("dpi", dpi, minimum=1)
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    fig.savefig(buf, format="png", dpi=dpi)
     plt.close(fig)
     return buf.getvalue()
 
@@ -61,6 +65,7 @@ def render_png(fig, dpi: int = 72) -> bytes:
 def static_grid(sliders: dict[str, list], static: dict[str, Sequence] | None, max_frames: int) -> dict[str, list]:
     """Values of each slider in the static form: ``static`` if given, else ``sliders``, thinned so that the
     number of combinations stays at most ``max_frames``."""
+    check_int("max_frames", max_frames, minimum=1)
     grid = {k: list(static[k]) if static and k in static else list(v) for k, v in sliders.items()}
     while int(np.prod([len(v) for v in grid.values()])) > max_frames:
         longest = max(grid, key=lambda k: len(grid[k]))
@@ -89,6 +94,15 @@ def static_html(plot_fn: Callable, grid: dict[str, list], initial: dict, *, dpi:
     controls = []
     for j, n in enumerate(names):
         labels = json.dumps([_fmt(v) for v in grid[n]])
+        if len(grid[n]) == 1:  # a fixed parameter is text, not a slider that cannot move
+            controls.append(
+                f'<div style="display:flex;align-items:center;gap:0.6em;margin:2px 0">'
+                f'<span style="min-width:9em;font-family:monospace">{html.escape(n)}</span>'
+                f'<input type="hidden" value="0" data-labels=\'{html.escape(labels)}\'>'
+                f'<output style="font-family:monospace">{html.escape(_fmt(grid[n][0]))}</output>'
+                f'<span style="font-size:85%;color:#777">(fixed here; a slider in Jupyter)</span></div>'
+            )
+            continue
         controls.append(
             f'<label style="display:flex;align-items:center;gap:0.6em;margin:2px 0">'
             f'<span style="min-width:9em;font-family:monospace">{html.escape(n)}</span>'
@@ -108,7 +122,7 @@ def static_html(plot_fn: Callable, grid: dict[str, list], initial: dict, *, dpi:
 (function() {{
   var root = document.getElementById("{uid}");
   var frames = JSON.parse(root.querySelector("script[type='application/json']").textContent);
-  var inputs = root.querySelectorAll("input[type=range]");
+  var inputs = root.querySelectorAll("input[data-labels]");
   var img = root.querySelector("img");
   function update() {{
     var key = [];

@@ -32,6 +32,9 @@ def main() -> int:
         shutil.rmtree(work)
     work.mkdir(parents=True)
     shutil.copy(page, work / "page.md")
+    (work / "book").mkdir()
+    for asset in ("favicon.svg",):  # files the configuration names by a path relative to the book
+        shutil.copy(ROOT / "book" / asset, work / "book" / asset)
     (work / "bibliography.md").write_text("# Bibliography\n\n```{bibliography}\n```\n")
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     config["bibtex_bibfiles"] = [str(p) for p in sorted((ROOT / "book").glob("*.bib"))]

@@ -8,3 +8,23 @@ matplotlib.use("Agg")
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("BOOK_MODE", "quick")
+
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+
+@pytest.fixture
+def float64_default():
+    """torch's default dtype is float64 inside the test and restored after it, so no test changes it for others."""
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    yield
+    torch.set_default_dtype(before)
+
+
+@pytest.fixture(autouse=True)
+def _default_dtype_is_restored():
+    before = torch.get_default_dtype()
+    yield
+    assert torch.get_default_dtype() == before, "a test changed torch's default dtype and did not restore it"

@@ -133,6 +133,13 @@ def test_widget_outputs_have_static_form(docname):
 
 
 @pytest.mark.parametrize("docname", _toc_chapters())
+def test_no_dead_sliders(docname):
+    """A static-form slider with a single position cannot move: a fixed parameter is shown as text."""
+    page = (BUILD / "html" / f"{docname}.html").read_text()
+    assert 'type="range" min="0" max="0"' not in page, f"{docname}: a static slider with one position"
+
+
+@pytest.mark.parametrize("docname", _toc_chapters())
 def test_no_stray_claim_reprs(docname):
     """A cell ending in ``claims.record(...)`` prints the Claim's repr; claims belong in the table."""
     import nbformat

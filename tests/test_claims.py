@@ -131,3 +131,11 @@ def test_show_new_shows_each_claim_once_with_a_unique_anchor(ledger):
     assert first.count('id="claim-unit-test-') == 2 and 'id="claim-unit-test-2"' in second
     assert claims.show_new().claims == []
     assert 'id="claim-' not in claims.show()._repr_html_()  # every row was shown under its figure already
+
+
+def test_claims_tables_typeset_inline_math():
+    assert claims.tex_html("rate $\\eta<2$ & x") == "rate \\(\\eta&lt;2\\) &amp; x"
+    row = dict(BASE, status="reproduced", kind="paper", expect="reproduced", chapter="c",
+               statement="sharpness $2/\\eta$")
+    out = claims.table_html([row])
+    assert "mathjax_process" in out and "\\(2/\\eta\\)" in out and "$" not in out.split("</style>")[1]

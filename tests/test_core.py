@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from lib import config, curvature, maps, widgets
 
-torch.set_default_dtype(torch.float64)
+pytestmark = pytest.mark.usefixtures("float64_default")
 
 
 # ------------------------------------------------------------------------------------------------ config
@@ -154,7 +154,47 @@ def test_slider_figure_has_live_and_static_forms():
     with pytest.raises(ValueError, match="static"):
         widgets.slider_figure(draw, {"a": [1]}, static={"b": [1]})
     assert plt.get_fignums() == []  # frames are closed after rendering
+    fixed = widgets.slider_figure(draw, {"a": [0.0, 0.5, 1.0], "label": ["x", "y"]}, static={"label": ["x"]})
+    page = fixed._repr_mimebundle_()["text/html"]
+    assert page.count('type="range"') == 1 and 'type="hidden"' in page  # a fixed parameter is text
 
 
 def test_environment_not_polluted():
     assert os.environ.get("BOOK_MODE") in ("quick", "full")
+
+
+def test_stop_at_divergence_masks_after_the_first_bad_step():
+    from lib.maps import stop_at_divergence
+
+    hist = {"x": np.array([[1.0, 1.0], [2.0, np.inf], [1e7, 5.0], [3.0, 1.0]]), "y": np.zeros((4, 2, 3))}
+    assert stop_at_divergence(hist, ["x"], batch_ndim=1)["diverged_step"].tolist() == [-1, 1]  # 1e7 < bound
+    out = stop_at_divergence(hist, ["x"], loss_keys=["x"], batch_ndim=1)
+    assert out["diverged"].tolist() == [True, True] and out["diverged_step"].tolist() == [2, 1]
+    assert np.isnan(out["x"][3, 0]) and out["x"][2, 0] == 1e7 and np.isnan(out["y"][2:, 1]).all()
+    single = stop_at_divergence({"x": np.array([1.0, 0.5, 0.2])})
+    assert single["diverged"] is False and single["diverged_step"] == -1
+    for bad in (dict(bound=0), dict(factor=1.0), dict(batch_ndim=-1), dict(loss_keys=["z"])):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            stop_at_divergence(hist, **bad)
+
+
+def test_cobweb_and_plot_helpers_draw_what_they_say():
+    import matplotlib.pyplot as plt
+
+    from lib import plots
+    from lib.models.unet import CondUNet, UNetConfig, num_params
+
+    fig, axes = plt.subplots(1, 4)
+    maps.cobweb(axes[0], lambda x: 3.2 * x * (1 - x), 0.2, 10, (0, 1))
+    assert len(axes[0].lines) >= 3  # the map, the diagonal, the path
+    with pytest.raises(ValueError, match="steps"):
+        maps.cobweb(axes[0], lambda x: x, 0.2, -1, (0, 1))
+    plots.phase_heatmap(axes[1], np.arange(3), np.arange(2), np.zeros((2, 3)), xlabel="a", ylabel="b")
+    assert axes[1].get_xlabel() == "a" and (axes[1].images or axes[1].collections)
+    plots.bifurcation_scatter(axes[2], np.repeat([1.0, 2.0], 4), np.arange(8.0), xlabel="K", ylabel="x")
+    assert axes[2].collections and axes[2].get_xlabel() == "K"
+    plots.shade_phases(axes[3], [0, 1, 2], ["I", "II"])
+    assert len(axes[3].patches) == 2 and {t.get_text() for t in axes[3].texts} == {"I", "II"}
+    plt.close(fig)
+    net = CondUNet(UNetConfig(channels=(8, 8)))
+    assert num_params(net) == sum(p.numel() for p in net.parameters() if p.requires_grad)

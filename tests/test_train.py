@@ -6,7 +6,7 @@ import torch
 
 from lib import train
 
-torch.set_default_dtype(torch.float64)
+pytestmark = pytest.mark.usefixtures("float64_default")
 
 
 # ------------------------------------------------------------------------------------------------ train
@@ -130,6 +130,19 @@ def test_loss_blow_up_is_divergence():
     assert res.diverged and res.diverged_step == 10 and res.history["loss"][-1] > 1e6
     res = train.train(torch.tensor([1.0]), lambda p: (p**2).sum(), lr=1.5, steps=12, divergence_factor=None)
     assert not res.diverged
+
+
+def test_record_never_sees_diverged_parameters():
+    seen = []
+
+    def record(p, step):
+        assert torch.isfinite(p).all() and (p.abs() < 1e3).all(), "record() called on diverged parameters"
+        seen.append(step)
+        return {"norm": float(p.norm())}
+
+    res = train.train(torch.tensor([1.0]), lambda p: (p**2).sum(), lr=1.5, steps=50, record=record)
+    assert res.diverged and seen[-1] == res.diverged_step - 1
+    assert len(res.history["norm"]) == len(res.history["step"]) and np.isnan(res.history["norm"][-1])
 
 
 @pytest.mark.parametrize("kw,name", [({"momentum": 1.0}, "momentum"), ({"optimizer": "adam", "momentum": 0.5},

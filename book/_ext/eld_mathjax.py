@@ -60,6 +60,8 @@ def _copy(app: Sphinx, exception: Exception | None) -> None:
 
 
 def setup(app: Sphinx) -> dict:
+    # every page loads MathJax, also those whose only math is in HTML outputs (claims tables, the report)
+    app.set_html_assets_policy("always")
     app.connect("builder-inited", _check)
     app.connect("build-finished", _copy)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -10,6 +10,10 @@ Python or int64 integers (with an overflow check), never hashes or floats.
   aggregation (computation) trees;
 * :mod:`lib.graphs.operators`: :math:`A`, :math:`D^{-\\alpha}AD^{-\\beta}`, :math:`\\tilde A_{(\\epsilon)}`,
   :math:`\\min(A^2,1)` and the feature stack ``propagate(M, X, K)`` = :math:`[X, MX, \\dots, M^KX]`;
+* :mod:`lib.graphs.walks`: attributed walk counts (walks whose nodes carry prescribed features);
+* :mod:`lib.graphs.sampling`: degree-group random graphs, the sparse normalised adjacency
+  :math:`D^{-1/2}(\\mathrm{adj}+I)D^{-1/2}`, effective adjacency matrices and the topology samplers of Li's
+  thesis, chapter 5 (group-wise node sampling, FastGCN);
 * :mod:`lib.graphs.equivalence`: the number of node classes (and of graph classes) that depth-:math:`K` GNNs
   (1-WL) and GA-MLPs induce.
 """

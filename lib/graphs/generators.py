@@ -10,7 +10,7 @@ from __future__ import annotations
 import networkx as nx
 import numpy as np
 
-from ..config import check_int, check_range
+from ..config import check_bool, check_int, check_range, check_seed
 
 #: Neighbourhoods of nodes 1-10 in the two graphs of Fig 2.1 / A.1, as listed in the proof of Lemma A.9 (thesis
 #: numbering 1..14). Nodes 11-14 have the same neighbourhoods in both graphs, which these lists imply. The proof's
@@ -47,6 +47,7 @@ def fig21_pair(*, typo: bool = False) -> tuple[nx.Graph, nx.Graph]:
     """The two 14-node graphs ``(G, G')`` of Fig 2.1 / A.1 (thesis node ``i`` is node ``i - 1`` here).
 
     With ``typo=True`` node 7 is joined to 13 instead of 14 in both graphs, as Eq. (A.39) of the proof reads."""
+    check_bool("typo", typo)
     pair = []
     for key in ("G", "G'"):
         nbrs = dict(FIG21_NEIGHBOURS[key])
@@ -88,9 +89,89 @@ def random_regular(d: int, n: int, seed: int = 0) -> nx.Graph:
     """A random ``d``-regular graph on ``n`` nodes (``n * d`` even), reproducible from ``seed``."""
     check_int("d", d, minimum=0)
     check_int("n", n, minimum=d + 1)
+    check_seed("seed", seed)
     if (n * d) % 2:
         raise ValueError(f"n * d must be even, got n={n}, d={d}")
     return nx.random_regular_graph(d, n, seed=seed)
+
+
+def barabasi_albert(n: int, m: int, seed: int = 0) -> nx.Graph:
+    """Barabasi-Albert preferential attachment graph on ``n`` nodes, ``m`` edges per new node, reproducible from
+    ``seed`` (``networkx.barabasi_albert_graph``)."""
+    check_int("m", m, minimum=1)
+    check_int("n", n, minimum=m + 1)
+    check_int("seed", seed, minimum=0)
+    return nx.barabasi_albert_graph(n, m, seed=seed)
+
+
+def powerlaw_cluster(n: int, m: int, p: float, seed: int = 0) -> nx.Graph:
+    """Holme-Kim powerlaw-cluster graph (preferential attachment plus a triangle step with probability ``p``),
+    reproducible from ``seed`` (``networkx.powerlaw_cluster_graph``)."""
+    check_int("m", m, minimum=1)
+    check_int("n", n, minimum=m + 1)
+    check_range("p", p, 0.0, 1.0)
+    check_int("seed", seed, minimum=0)
+    return nx.powerlaw_cluster_graph(n, m, p, seed=seed)
+
+
+def erdos_renyi_mean_degree(n: int, mean_degree: float, seed: int = 0) -> nx.Graph:
+    """Erdos-Renyi graph :math:`G(n, p)` with :math:`p = c/(n-1)` for mean degree ``c``, reproducible from
+    ``seed``."""
+    check_int("n", n, minimum=2)
+    check_range("mean_degree", mean_degree, 0.0, n - 1)
+    check_int("seed", seed, minimum=0)
+    return nx.gnp_random_graph(n, mean_degree / (n - 1), seed=seed)
+
+
+def full_mary_tree(m: int, depth: int) -> nx.Graph:
+    """The full ``m``-ary rooted tree of the given ``depth`` (every non-leaf node has ``m`` children), nodes
+    numbered breadth-first: the root is 0 and level ``k`` holds nodes :math:`(m^k-1)/(m-1)` onwards (for
+    ``m = 1``, a path). Each node carries its ``"level"``."""
+    check_int("m", m, minimum=1)
+    check_int("depth", depth, minimum=0)
+    G = nx.Graph()
+    G.add_node(0, level=0)
+    frontier, nxt_id = [0], 1
+    for level in range(1, depth + 1):
+        nxt = []
+        for parent in frontier:
+            for _ in range(m):
+                G.add_node(nxt_id, level=level)
+                G.add_edge(parent, nxt_id)
+                nxt.append(nxt_id)
+                nxt_id += 1
+        frontier = nxt
+    return G
+
+
+def tree_labellings(m: int, depth: int, *, count: int | None = None, seed: int = 0) -> np.ndarray:
+    """Binary feature labellings of :func:`full_mary_tree` ``(m, depth)``, shape ``(N, n)`` (int64, 0 or 1).
+
+    ``count=None`` returns all :math:`2^n` labellings (row ``r`` is the binary expansion of ``r``; at most
+    :math:`2^{22}`); otherwise ``count`` independent uniform labellings reproducible from ``seed``."""
+    check_int("m", m, minimum=1)
+    check_int("depth", depth, minimum=0)
+    n = full_mary_tree(m, depth).number_of_nodes()
+    if count is None:
+        if n > 22:
+            raise ValueError(f"(m, depth) = ({m}, {depth}) has {n} nodes; all 2^n labellings need n <= 22")
+        r = np.arange(2**n, dtype=np.int64)
+        return (r[:, None] >> np.arange(n, dtype=np.int64)[None, :]) & 1
+    check_int("count", count, minimum=0)
+    check_int("seed", seed, minimum=0)
+    return np.random.default_rng(seed).integers(0, 2, size=(count, n), dtype=np.int64)
+
+
+def fig23_pair() -> tuple[nx.Graph, np.ndarray, np.ndarray]:
+    """The two rooted trees of Fig 2.3 of Chen's thesis: one full binary tree of depth 2 (root 0, children 1, 2,
+    leaves 3, 4 under 1 and 5, 6 under 2) with two feature labellings ``X``, ``X'`` of shape ``(7, 1)``
+    (0 = blue, 1 = green). Both have the root and one child blue, the other child green and one green leaf
+    (per-level counts of blue nodes :math:`(1, 1, 3)`); the green leaf hangs under the green child in ``X`` and
+    under the blue child in ``X'``."""
+    T = full_mary_tree(2, 2)
+    X = np.array([0, 0, 1, 0, 0, 1, 0], dtype=np.int64)[:, None]
+    Xp = np.array([0, 0, 1, 1, 0, 0, 0], dtype=np.int64)[:, None]
+    return T, X, Xp
 
 
 # ----------------------------------------------------------------------------------------------- binary SBM

@@ -13,7 +13,7 @@ import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 
-from ..config import check_int, check_positive, check_range
+from ..config import check_bool, check_int, check_positive, check_range
 
 #: Largest magnitude an int64 stack may reach (a margin of 2 bits below 2**63).
 INT64_SAFE = 2**61
@@ -73,6 +73,7 @@ def power_graph_adjacency(G, *, add_identity: bool = False) -> sp.csr_array:
 
     Its diagonal is 1 at every non-isolated node (:math:`(A^2)_{ii}=d_i`). With ``add_identity=True`` it is
     :math:`\\min((A+I)^2, 1)`: 1 between nodes at distance at most 2."""
+    check_bool("add_identity", add_identity)
     n = _n(G)
     A = adjacency(G)
     if add_identity:
@@ -118,7 +119,12 @@ def propagate(M, X, K: int, *, renormalise: bool = False) -> np.ndarray:
     ``X.astype(object)`` to propagate in exact Python integers (or fractions) instead.
     """
     check_int("K", K, minimum=0)
+    check_bool("renormalise", renormalise)
+    if isinstance(X, (str, bytes)) or X is None:
+        raise ValueError(f"X must be an (n, f) array of node features, got {X!r}")
     X = np.asarray(X)
+    if X.dtype.kind == "f" and not np.isfinite(X).all():
+        raise ValueError("X must hold finite numbers only (found NaN or inf)")
     if X.ndim == 1:
         X = X[:, None]
     n = X.shape[0]

@@ -53,6 +53,9 @@ class ConceptCNN(nn.Module):
 def concept_probs(model: ConceptCNN, x: torch.Tensor, batch: int = 1024) -> torch.Tensor:
     """Concept-space coordinates ``P(value = 1)`` per head for images ``x`` (B, C, S, S) -> (B, heads)."""
     check_shape("x", x, (None, model.cfg.in_channels, None, None))
+    check_int("batch", batch, minimum=1)
+    if not torch.isfinite(x).all():
+        raise ValueError("x must hold finite pixel values only (found NaN or inf)")
     out = []
     with torch.no_grad():
         for i in range(0, len(x), batch):

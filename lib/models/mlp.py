@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from lib.config import check_in, check_int, check_positive
+from lib.config import check_bool, check_in, check_int, check_positive
 
 
 def _layer_sizes(d_in: int, d_out: int, depth: int, width: int | None) -> list[int]:
@@ -52,6 +52,7 @@ class DeepLinear(nn.Module):
     ):
         super().__init__()
         check_positive("init_scale", init_scale, allow_zero=True)
+        check_bool("bias", bias)
         sizes = _layer_sizes(d_in, d_out, depth, width)
         self.layers = nn.ModuleList(
             [_scaled_linear(a, b, bias, float(init_scale)) for a, b in zip(sizes[:-1], sizes[1:])]
@@ -104,6 +105,7 @@ class MLP(nn.Module):
         super().__init__()
         check_in("activation", activation, ("relu", "linear"))
         check_positive("init_scale", init_scale, allow_zero=True)
+        check_bool("bias", bias)
         sizes = _layer_sizes(d_in, d_out, depth, width)
         self.layers = nn.ModuleList(
             [_scaled_linear(a, b, bias, float(init_scale)) for a, b in zip(sizes[:-1], sizes[1:])]
@@ -144,6 +146,7 @@ class ReLUMLP(nn.Module):
         check_int("width", width, minimum=1)
         check_int("depth", depth, minimum=1)
         check_int("out_dim", out_dim, minimum=1)
+        check_bool("bias", bias)
         dims = [in_dim] + [width] * (depth - 1) + [out_dim]
         self.layers = nn.ModuleList(
             nn.Linear(a, b, bias=bias, dtype=dtype) for a, b in zip(dims[:-1], dims[1:])

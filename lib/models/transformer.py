@@ -37,7 +37,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..config import check_in, check_int, check_positive
+from ..config import check_bool, check_in, check_int, check_positive
 
 __all__ = [
     "TransformerConfig",
@@ -45,6 +45,7 @@ __all__ = [
     "softmax_attention",
     "MultiHeadAttention",
     "FFN",
+    "LinearFFN",
     "Block",
     "Transformer",
     "default_alibi_slopes",
@@ -72,7 +73,15 @@ class TransformerConfig:
         n_heads: heads per layer (an int, or one int per layer).
         d_head: query/key/value width of each head (default ``d_model // n_heads``; the paper uses ``D``).
         max_len: longest sequence (size of the learned position table).
-        ffn: add a point-wise two-layer ReLU FFN (with residual) to every block (bool or one per layer).
+        ffn: the point-wise feed-forward map (with residual) of each block: ``True``/``"mlp"`` a two-layer ReLU
+            FFN, ``"linear"`` one linear map ``x -> W x (+ b)``, ``False``/``"none"`` no FFN (one value, or one
+            per layer).
+        ffn_bias: biases in the FFN maps; ``None`` (default) keeps the historical behaviour (always biases,
+            whatever ``bias`` says); ``True``/``False`` set them explicitly.
+        query_identity: single-head layers with ``W_Q = I`` (no query parameter; needs ``d_head = d_model``):
+            the scores are ``x_i^T W_K^T ...``, i.e. ``W_QK = W_K`` (Chen's model 4.1).
+        random_pos: add frozen random absolute positions ``p_t ~ N(0, 1)`` (a buffer drawn at construction from
+            the global torch generator, so never trained).
         ffn_hidden: hidden width ``M`` of the FFN (default ``4 * d_model``).
         residual: residual connection around attention (bool or one per layer; the paper's constructions use
             ``(True, False)``).
@@ -98,7 +107,10 @@ class TransformerConfig:
     n_heads: int | tuple = 1
     d_head: int | None = None
     max_len: int = 256
-    ffn: bool | tuple = False
+    ffn: bool | str | tuple = False
+    ffn_bias: bool | None = None
+    query_identity: bool = False
+    random_pos: bool = False
     ffn_hidden: int | None = None
     residual: bool | tuple = True
     rpe: str = "alibi"
@@ -124,6 +136,8 @@ class TransformerConfig:
         check_in("rpe", self.rpe, ("alibi", "none"))
         check_in("causal", self.causal, ("standard", "strict"))
         check_positive("init_std", self.init_std, allow_zero=True)
+        for h in self.n_heads if isinstance(self.n_heads, (list, tuple)) else (self.n_heads,):
+            check_int("n_heads", h, minimum=1)  # before int() would turn 2.5 into 2
         heads = _per_layer("n_heads", self.n_heads, self.n_layers, int)
         for h in heads:
             check_int("n_heads", h, minimum=1)
@@ -139,13 +153,22 @@ class TransformerConfig:
             check_positive("attn_scale", self.attn_scale)
         if self.d_out is not None:
             check_int("d_out", self.d_out, minimum=1)
+        if self.query_identity and (any(h != 1 for h in heads) or self.head_dim_or_default() != self.d_model):
+            raise ValueError("query_identity needs n_heads=1 and d_head=d_model in every layer")
         if self.alibi_slopes is not None and len(set(heads)) > 1:
             raise ValueError("alibi_slopes needs the same n_heads in every layer; set slopes with set_head")
         self._layers = {
             "n_heads": heads,
-            "ffn": _per_layer("ffn", self.ffn, self.n_layers, bool),
+            "ffn": _per_layer("ffn", self.ffn, self.n_layers, _ffn_kind),
             "residual": _per_layer("residual", self.residual, self.n_layers, bool),
         }
+
+    def head_dim_or_default(self) -> int:
+        """``d_head`` if set, else ``d_model`` divided by the first layer's number of heads."""
+        if self.d_head is not None:
+            return self.d_head
+        h = self.n_heads[0] if isinstance(self.n_heads, (list, tuple)) else self.n_heads
+        return self.d_model // int(h)
 
     def heads(self, layer: int) -> int:
         return self._layers["n_heads"][layer]
@@ -158,6 +181,15 @@ class TransformerConfig:
         if self.d_out is not None:
             return self.d_out
         return self.vocab_size if self.vocab_size is not None else self.d_in
+
+
+def _ffn_kind(value) -> str:
+    """Normalise one layer's ``ffn`` entry to ``"mlp"``, ``"linear"`` or ``"none"``."""
+    if isinstance(value, bool):
+        return "mlp" if value else "none"
+    if value not in ("mlp", "linear", "none"):
+        raise ValueError(f"ffn must be a bool or one of ('mlp', 'linear', 'none'), got {value!r}")
+    return value
 
 
 def default_alibi_slopes(n_heads: int) -> torch.Tensor:
@@ -207,6 +239,15 @@ def softmax_attention(
         are all 0
         when a query has no allowed key).
     """
+    # shapes and types only: this runs inside torch.func.vmap, where tests of the values cannot branch
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor) or t.ndim < 2 or t.numel() == 0:
+            raise ValueError(f"{name} must be a non-empty tensor (..., T, d), got {t!r}")
+    if k.shape[-1] != q.shape[-1] or v.shape[-2] != k.shape[-2]:
+        raise ValueError(f"k must match q's width and v k's length, got q {tuple(q.shape)}, k {tuple(k.shape)}, "
+                         f"v {tuple(v.shape)}")
+    if not isinstance(scale, torch.Tensor):
+        check_positive("scale", scale)
     scores = q @ k.transpose(-1, -2)
     if scale != 1.0:
         scores = scores * scale
@@ -234,11 +275,13 @@ class MultiHeadAttention(nn.Module):
 
     def __init__(self, cfg: TransformerConfig, layer: int):
         super().__init__()
+        check_int("layer", layer, minimum=0, maximum=cfg.n_layers - 1)
         H, dh, D = cfg.heads(layer), cfg.head_dim(layer), cfg.d_model
         self.n_heads, self.d_head, self.causal = H, dh, cfg.causal
         self.scale = cfg.attn_scale if cfg.attn_scale is not None else 1.0 / math.sqrt(dh)
         std = cfg.init_std
-        self.W_Q = nn.Parameter(std * torch.randn(H, dh, D))
+        self.query_identity = cfg.query_identity
+        self.W_Q = None if cfg.query_identity else nn.Parameter(std * torch.randn(H, dh, D))
         self.W_K = nn.Parameter(std * torch.randn(H, dh, D))
         self.W_V = nn.Parameter(std * torch.randn(H, dh, D))
         self.W_O = nn.Parameter(std * torch.randn(D, H * dh))
@@ -264,7 +307,10 @@ class MultiHeadAttention(nn.Module):
         """``x``: ``(B, T, D)``; ``key_mask``: optional boolean ``(T,)`` or ``(B, T)`` of keys that may be
         attended (on top of causality). Returns ``(B, T, D)``."""
         B, T, D = x.shape
-        q = torch.einsum("hkd,btd->bhtk", self.W_Q, x)
+        if self.query_identity:
+            q = x[:, None]
+        else:
+            q = torch.einsum("hkd,btd->bhtk", self.W_Q, x)
         k = torch.einsum("hkd,btd->bhtk", self.W_K, x)
         v = torch.einsum("hkd,btd->bhtk", self.W_V, x)
         if self.rpe == "alibi":
@@ -289,6 +335,9 @@ class FFN(nn.Module):
 
     def __init__(self, d_model: int, hidden: int, bias: bool = True):
         super().__init__()
+        check_int("d_model", d_model, minimum=1)
+        check_int("hidden", hidden, minimum=1)
+        check_bool("bias", bias)
         self.fc1 = nn.Linear(d_model, hidden, bias=bias)
         self.fc2 = nn.Linear(hidden, d_model, bias=bias)
 
@@ -296,16 +345,37 @@ class FFN(nn.Module):
         return self.fc2(F.relu(self.fc1(x)))
 
 
+class LinearFFN(nn.Module):
+    """Point-wise linear feed-forward map ``x -> W x + b`` (the "linear F" of Chen's ablations)."""
+
+    def __init__(self, d_model: int, bias: bool = True):
+        super().__init__()
+        check_int("d_model", d_model, minimum=1)
+        check_bool("bias", bias)
+        self.fc = nn.Linear(d_model, d_model, bias=bias)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
 class Block(nn.Module):
     """One transformer layer: attention (with or without residual) then an optional residual FFN (Eq. 1)."""
 
     def __init__(self, cfg: TransformerConfig, layer: int):
         super().__init__()
+        check_int("layer", layer, minimum=0, maximum=cfg.n_layers - 1)
         self.attn = MultiHeadAttention(cfg, layer)
         self.residual = cfg._layers["residual"][layer]
-        use_ffn = cfg._layers["ffn"][layer]
+        kind = cfg._layers["ffn"][layer]
+        use_ffn = kind != "none"
         hidden = cfg.ffn_hidden if cfg.ffn_hidden is not None else 4 * cfg.d_model
-        self.ffn = FFN(cfg.d_model, hidden, bias=True) if use_ffn else None
+        ffn_bias = True if cfg.ffn_bias is None else bool(cfg.ffn_bias)
+        if kind == "mlp":
+            self.ffn = FFN(cfg.d_model, hidden, bias=ffn_bias)
+        elif kind == "linear":
+            self.ffn = LinearFFN(cfg.d_model, bias=ffn_bias)
+        else:
+            self.ffn = None
         self.ln1 = nn.LayerNorm(cfg.d_model) if cfg.layer_norm else nn.Identity()
         self.ln2 = nn.LayerNorm(cfg.d_model) if (cfg.layer_norm and use_ffn) else nn.Identity()
 
@@ -333,6 +403,10 @@ class Transformer(nn.Module):
         self.ln_f = nn.LayerNorm(D) if cfg.layer_norm else nn.Identity()
         self.head = nn.Linear(D, cfg.out_dim, bias=False)
         self.apply(self._init)
+        if cfg.random_pos:  # drawn after the weights, so the other parameters match a model without it
+            self.register_buffer("fixed_pos", torch.randn(cfg.max_len, D))
+        else:
+            self.fixed_pos = None
 
     def _init(self, m):
         std = self.cfg.init_std
@@ -364,7 +438,7 @@ class Transformer(nn.Module):
         elif x.ndim != 3 or x.shape[-1] != cfg.d_in:
             raise ValueError(f"x must have shape (B, T, {cfg.d_in}), got {tuple(x.shape)}")
         T = x.shape[1]
-        if T > cfg.max_len and cfg.learned_pos:
+        if T > cfg.max_len and (cfg.learned_pos or cfg.random_pos):
             raise ValueError(f"sequence length {T} exceeds max_len={cfg.max_len}")
         if key_masks is not None and len(key_masks) != cfg.n_layers:
             raise ValueError(
@@ -373,6 +447,8 @@ class Transformer(nn.Module):
         h = self.embed(x)
         if self.pos is not None:
             h = h + self.pos(torch.arange(T, device=h.device))[None]
+        if self.fixed_pos is not None:
+            h = h + self.fixed_pos[:T][None]
         hidden = []
         for layer, block in enumerate(self.blocks):
             h = block(h, key_mask=None if key_masks is None else key_masks[layer])
@@ -398,6 +474,8 @@ class Transformer(nn.Module):
         check_int("layer", layer, minimum=0, maximum=self.cfg.n_layers - 1)
         attn = self.blocks[layer].attn
         check_int("head", head, minimum=0, maximum=attn.n_heads - 1)
+        if W_Q is not None and attn.W_Q is None:
+            raise ValueError("W_Q cannot be set: the model has query_identity=True (W_Q = I)")
         for name, value in (("W_Q", W_Q), ("W_K", W_K), ("W_V", W_V)):
             if value is not None:
                 self._copy(getattr(attn, name)[head], value, name)
@@ -429,7 +507,7 @@ class Transformer(nn.Module):
         """Set a layer's FFN: ``W1`` ``(M, D)``, ``b1`` ``(M,)``, ``W2`` ``(D, M)``, ``b2`` ``(D,)``."""
         check_int("layer", layer, minimum=0, maximum=self.cfg.n_layers - 1)
         ffn = self.blocks[layer].ffn
-        if ffn is None:
+        if not isinstance(ffn, FFN):
             raise ValueError(f"layer {layer} has no FFN (set ffn=True for it in the config)")
         self._copy(ffn.fc1.weight, W1, "W1")
         self._copy(ffn.fc1.bias, b1, "b1")

@@ -19,7 +19,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..config import check_int
+from ..config import check_int, check_positive
 
 
 @dataclass
@@ -46,6 +46,13 @@ class UNetConfig:
 
 def timestep_embedding(t: torch.Tensor, dim: int, max_period: float = 10_000.0) -> torch.Tensor:
     """Sinusoidal embedding of times ``t`` (B,) in [0, 1] -> (B, dim) (Vaswani et al. 2017, scaled by 1000)."""
+    # no test of the values: the U-Net calls this inside torch.func.vmap, where data-dependent branches fail
+    if not isinstance(t, torch.Tensor) or t.ndim != 1 or t.numel() == 0:
+        raise ValueError(f"t must be a non-empty 1-D tensor of times, got {t!r}")
+    check_int("dim", dim, minimum=2)
+    check_positive("max_period", max_period)
+    if max_period <= 1:
+        raise ValueError(f"max_period must be > 1, got {max_period}")
     half = dim // 2
     freqs = torch.exp(-math.log(max_period) * torch.arange(half, dtype=t.dtype, device=t.device) / half)
     args = 1000.0 * t[:, None] * freqs[None]
@@ -57,6 +64,12 @@ class ResBlock(nn.Module):
 
     def __init__(self, cin: int, cout: int, emb_dim: int, groups: int):
         super().__init__()
+        check_int("groups", groups, minimum=1)
+        for name, value in (("cin", cin), ("cout", cout)):
+            check_int(name, value, minimum=1)
+            if value % groups:
+                raise ValueError(f"{name} must be a multiple of groups={groups}, got {value}")
+        check_int("emb_dim", emb_dim, minimum=1)
         self.norm1 = nn.GroupNorm(groups, cin)
         self.conv1 = nn.Conv2d(cin, cout, 3, padding=1)
         self.emb = nn.Linear(emb_dim, cout)

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from lib.config import check_int, check_positive, check_shape
+from lib.config import check_bool, check_int, check_positive, check_seed, check_shape
 from lib.curves import hitting_time, peak_positions
 from lib.parts.concept_learning.linear_gd import init_deep_linear, population_gd_deep_linear
 from lib.parts.concept_learning.sim_data import _vec, ood_point, population_moments
@@ -70,7 +70,8 @@ def init_symmetric(d: int, d_prime: int, tau: float, n_seeds: int, seed: int = 0
     check_int("d_prime", d_prime, minimum=1)
     check_positive("tau", tau)
     check_int("n_seeds", n_seeds, minimum=1)
-    check_int("seed", seed, minimum=0)
+    check_seed("seed", seed)
+    check_bool("positive", positive)
     U = (
         np.stack([np.random.default_rng(seed + k).standard_normal((d, d_prime)) for k in range(n_seeds)])
         * tau
@@ -82,6 +83,8 @@ def default_record_steps(steps: int, n_log: int = 300, n_lin: int = 200) -> np.n
     """Recording grid: 0, ``n_log`` log-spaced and ``n_lin`` linearly spaced steps in ``[1, steps]``
     (unique)."""
     check_int("steps", steps, minimum=1)
+    check_int("n_log", n_log, minimum=0)
+    check_int("n_lin", n_lin, minimum=0)
     grid = np.concatenate([[0], np.geomspace(1, steps, n_log), np.linspace(1, steps, n_lin)])
     return np.unique(np.round(grid).astype(int))
 

@@ -29,7 +29,7 @@ import numpy as np
 import torch
 from torch.func import functional_call, stack_module_state
 
-from lib.config import check_int, check_positive, check_range, check_shape
+from lib.config import check_array, check_finite, check_int, check_positive, check_range, check_shape
 from lib.curves import hitting_time
 from lib.train import train_stacked
 
@@ -156,6 +156,8 @@ def train_ensemble(models: list[torch.nn.Module], images: torch.Tensor, cond: to
     K = len(models)
     check_int("steps", steps, minimum=1)
     check_int("batch_size", batch_size, minimum=1)
+    check_int("sample_steps", sample_steps, minimum=1)
+    check_int("keep_images", keep_images, minimum=0)
     check_positive("lr", lr)
     check_positive("weight_decay", weight_decay, allow_zero=True)
     check_shape("images", images, (K, None, None, None, None))
@@ -193,8 +195,8 @@ def train_ensemble(models: list[torch.nn.Module], images: torch.Tensor, cond: to
     def batch(step, gen):  # model k: a fresh minibatch of its own images, diffusion times and noise
         idx = torch.randint(N, (K, batch_size), generator=gen)
         x, c = images[ar, idx], cond[ar, idx]
-        t = torch.rand(K, batch_size, generator=gen)
-        eps = torch.randn(x.shape, generator=gen)
+        t = torch.rand(K, batch_size, generator=gen, dtype=x.dtype)
+        eps = torch.randn(x.shape, generator=gen, dtype=x.dtype)
         alpha, sigma = schedule.alpha_sigma(t[..., None, None, None])
         return alpha * x + sigma * eps, t, c, eps
 
@@ -256,11 +258,11 @@ def train_concept_classifier(*, image_size: int = 8, variant: str = "easy", step
                                            seed=10_000 * s + i)
             xs.append(x)
             ls.append(lab)
-        return torch.tensor(np.concatenate(xs)), torch.tensor(np.concatenate(ls))
+        return torch.tensor(np.concatenate(xs), dtype=torch.float32), torch.tensor(np.concatenate(ls))
 
     x, lab = data(2 * seed + 1, n)
     torch.manual_seed(seed)
-    model = ConceptCNN(CNNConfig(channels=(16, 16, 32)))
+    model = ConceptCNN(CNNConfig(channels=(16, 16, 32))).float()  # float32 whatever torch's default dtype
 
     def batch(step, gen):  # a fresh minibatch of 128 images every step
         idx = torch.randint(len(x), (128,), generator=gen)
@@ -306,12 +308,13 @@ def concept_diffusion_experiment(deltas=(0.1, 0.8), seeds=(0,), image_size: int 
     for d, s in runs:
         x, c, _ = circles_color_size(n_per_class, d, classes=TRAIN_CLASSES, image_size=image_size,
                                      variant=variant, seed=1000 * s + int(round(100 * d)))
-        imgs.append(torch.tensor(2 * x - 1))
-        conds.append(torch.tensor(c))
-        prompts.append(torch.tensor(class_conditioning(d, [HELD_OUT])[0]))
+        imgs.append(torch.tensor(2 * x - 1, dtype=torch.float32))
+        conds.append(torch.tensor(c, dtype=torch.float32))
+        prompts.append(torch.tensor(class_conditioning(d, [HELD_OUT])[0], dtype=torch.float32))
         torch.manual_seed(10_000 + s)  # the same initialisation for every colour signal of one seed
-        models.append(CondUNet(UNetConfig(channels=tuple(channels))))
-    noise = torch.randn(samples, 3, image_size, image_size, generator=torch.Generator().manual_seed(noise_seed))
+        models.append(CondUNet(UNetConfig(channels=tuple(channels))).float())
+    noise = torch.randn(samples, 3, image_size, image_size, generator=torch.Generator().manual_seed(noise_seed),
+                        dtype=torch.float32)
     hist = train_ensemble(models, torch.stack(imgs), torch.stack(conds), steps=steps, batch_size=batch_size,
                           lr=lr, weight_decay=weight_decay,
                           checkpoints=log_checkpoints(first_checkpoint, steps, n_checkpoints),
@@ -341,4 +344,7 @@ def learned_step(values, steps, level: float) -> float:
     """First checkpoint step at which a concept counts as learned: the running median over 3 checkpoints of
     its read-out ``values`` (P,) reaches ``level`` (one-checkpoint spikes of the noisy classifier are ignored);
     ``inf`` if it never does. A thin wrapper of :func:`lib.curves.hitting_time`."""
+    values = check_array("values", values, finite="some")
+    steps = check_array("steps", steps)
+    check_finite("level", level)
     return hitting_time(steps, values, level, direction="up", interpolate=False, window=3, never=np.inf)

@@ -17,7 +17,7 @@ import math
 import numpy as np
 import torch
 
-from lib.config import check_in, check_int, check_positive
+from lib.config import check_bool, check_in, check_int, check_positive, check_seed
 from lib.models.mlp import _layer_sizes
 from lib.train import train_stacked
 
@@ -53,6 +53,8 @@ def init_deep_linear(
     Returns:
         ``(weights, biases)``: lists of ``L`` tensors (``biases`` is ``None`` without bias).
     """
+    check_bool("bias", bias)
+    check_seed("seed", seed)
     if width is not None and not isinstance(width, (int, np.integer)):
         hidden = [int(w) for w in width]
         check_int("depth", depth, minimum=1)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lib.config import check_in, check_int, check_positive, check_range
+from lib.config import check_in, check_int, check_positive, check_range, check_seed
 
 #: (colour, size) bits of the four classes: colour 0 = red, 1 = blue; size 0 = big, 1 = small.
 CLASSES = ((0, 0), (0, 1), (1, 0), (1, 1))
@@ -91,6 +91,8 @@ def circles_color_size(n_per_class: int, delta: float, *, classes=TRAIN_CLASSES,
     check_int("image_size", image_size, minimum=4)
     check_in("variant", variant, VARIANTS)
     check_positive("pixel_noise", pixel_noise, allow_zero=True)
+    check_range("delta", delta, 0.0, 1.0)
+    check_seed("seed", seed)
     cols = class_colors(delta)
     classes = [tuple(c) for c in classes]
     for c in classes:

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lib.config import check_int
+from lib.config import check_array, check_bool, check_int, check_seed
 
 
 def as_concepts(mu, sigma, d: int | None = None) -> tuple[np.ndarray, np.ndarray, int]:
@@ -39,13 +39,13 @@ def as_concepts(mu, sigma, d: int | None = None) -> tuple[np.ndarray, np.ndarray
     ``mu``: signals ``mu_p >= 0`` (at least one concept); ``sigma``: diversities ``sigma_p >= 0``, a scalar or
     ``s`` values; ``d``: input dimension ``>= s`` (``None`` means ``d = s``).
     """
-    mu_arr = np.atleast_1d(np.asarray(mu, dtype=np.float64))
+    mu_arr = np.atleast_1d(check_array("mu", mu, finite=False, nonempty=False))
     if mu_arr.ndim != 1 or mu_arr.size < 1:
         raise ValueError(f"mu must be a non-empty 1-D sequence of signals, got shape {mu_arr.shape}")
     if not np.all(np.isfinite(mu_arr)) or np.any(mu_arr < 0):
         raise ValueError(f"mu must contain finite values >= 0, got {mu_arr}")
     s = mu_arr.size
-    sig = np.asarray(sigma, dtype=np.float64)
+    sig = check_array("sigma", sigma, finite=False, nonempty=False)
     if sig.ndim == 0:
         sig = np.full(s, float(sig))
     if sig.shape != (s,):
@@ -111,6 +111,7 @@ def concept_rates(mu, sigma, origin_cluster: bool = False) -> np.ndarray:
     With the optional cluster at the origin the mixture has ``s + 1`` equally likely clusters, so
     ``a_p = sigma_p^2 + mu_p^2 / (s + 1)`` (the origin cluster is given the same ``diag(sigma)^2`` noise).
     """
+    check_bool("origin_cluster", origin_cluster)
     mu_arr, sig, _ = as_concepts(mu, sigma)
     n_clusters = mu_arr.size + (1 if origin_cluster else 0)
     return sig**2 + mu_arr**2 / n_clusters
@@ -264,6 +265,8 @@ def sim_gaussian_mixture(
     Returns:
         :class:`SIMData` (``X`` of shape ``(n * (s + origin_cluster), d)``).
     """
+    check_bool("rotate", rotate)
+    check_bool("origin_cluster", origin_cluster)
     mu_arr, sig, d = as_concepts(mu, sigma, d)
     check_int("n", n, minimum=1)
     check_int("seed", seed, minimum=0)
@@ -332,7 +335,7 @@ def _check_rotation(Q, d: int) -> None:
 
 
 def _vec(name, value, length=None) -> np.ndarray:
-    arr = np.asarray(value, dtype=float)
+    arr = check_array(name, value, finite=False, nonempty=False)
     if arr.ndim != 1 or arr.size == 0 or not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} must be a non-empty 1-D finite vector, got {value!r}")
     if length is not None and arr.size != length:
@@ -365,6 +368,9 @@ def sim_samples(
 
     Returns ``X`` ``(n_clusters * n_per_cluster, d)`` and ``Q`` ``(d, d)`` (``x_rotated = Q x``).
     """
+    check_bool("rotate", rotate)
+    check_bool("origin_cluster", origin_cluster)
+    check_seed("seed", seed)
     mu = _vec("mu", mu)
     sigma = _vec("sigma", sigma, mu.size)
     s = mu.size

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from lib.config import check_int, check_positive
+from lib.config import check_array, check_int, check_positive
+from lib.maps import stop_at_divergence
 from lib.parts.concept_learning.sim_data import (
     as_concepts,
     augmented_moment,
@@ -72,6 +73,7 @@ def one_layer_flow(mu, sigma, times, W0=None, d: int | None = None) -> np.ndarra
     Returns:
         array ``(T, d)``: ``1{k<=s}(1 - e^{-a_k t}) mu_k + sum_{i<=s} e^{-a_i t} w_ki(0) mu_i`` (Eq. 4.2).
     """
+    check_array("times", times)
     G, N = theorem41_terms(mu, sigma, times, W0=W0, d=d)
     return G + N
 
@@ -98,10 +100,12 @@ def theorem41_terms(mu, sigma, times, W0=None, d: int | None = None, z=None) -> 
     return G, N
 
 
-def one_layer_gd(mu, sigma, lr: float, steps: int, W0=None, d: int | None = None) -> np.ndarray:
+def one_layer_gd(mu, sigma, lr: float, steps: int, W0=None, d: int | None = None) -> dict:
     """Exact population-loss GD for the one-layer model: ``W_j - I_s = (W_0 - I_s)(I - lr A)^j``.
 
-    Returns the outputs ``f(W_j, x_hat)``, shape ``(steps + 1, d)`` (the Euler discretisation of Thm 4.1).
+    Returns a dict: ``outputs`` ``f(W_j, x_hat)``, shape ``(steps + 1, d)`` (the Euler discretisation of
+    Thm 4.1), and ``diverged``, ``diverged_step`` (-1 if never) by :func:`lib.maps.stop_at_divergence` (GD
+    diverges when ``lr * a_k > 2`` for some rate ``a_k``; outputs after the divergence are NaN).
     """
     check_positive("lr", lr)
     check_int("steps", steps, minimum=0)
@@ -110,11 +114,12 @@ def one_layer_gd(mu, sigma, lr: float, steps: int, W0=None, d: int | None = None
     s = mu_arr.size
     a = concept_rates(mu_arr, sig)
     j = np.arange(steps + 1)
-    decay = (1.0 - lr * a)[None, :] ** j[:, None]  # (J, s)
-    out = np.zeros((j.size, d))
-    out[:, :s] = (1.0 - decay) * mu_arr[None]
-    out += (decay * mu_arr[None]) @ W0[:, :s].T
-    return out
+    with np.errstate(over="ignore", invalid="ignore"):
+        decay = (1.0 - lr * a)[None, :] ** j[:, None]  # (J, s)
+        out = np.zeros((j.size, d))
+        out[:, :s] = (1.0 - decay) * mu_arr[None]
+        out += (decay * mu_arr[None]) @ W0[:, :s].T
+    return stop_at_divergence({"outputs": out})
 
 
 def affine_rates(mu, sigma, origin_cluster: bool = False) -> np.ndarray:
@@ -186,7 +191,8 @@ def predicted_learning_times(mu, sigma, horizon: float = np.inf, lr: float | Non
     T]``
     (``T = horizon``), or ``(1 - (1 - lr a_k)^{T / lr}) / a_k`` for GD with step ``lr``. Shape ``(s,)``."""
     a = concept_rates(mu, sigma)
-    check_positive("horizon", horizon)
+    if not (isinstance(horizon, (int, float, np.floating)) and horizon == np.inf):  # inf: the flow's limit
+        check_positive("horizon", horizon)
     if np.isinf(horizon):
         return 1.0 / a
     if lr is None:

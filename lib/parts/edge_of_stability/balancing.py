@@ -8,11 +8,16 @@ import math
 
 import numpy as np
 
-from lib.config import check_int, check_positive, check_range
+from lib.config import check_array, check_int, check_positive, check_range
+from lib.maps import stop_at_divergence
 
 
 def scalar_fact_step(x, y, eta, mu: float = 1.0):
     """One GD step on ``(xy - mu)^2 / 2`` (Eq. 13); broadcasts. Returns ``(x', y')``."""
+    check_array("x", x, finite=False)  # a map: diverged (inf/NaN) states pass through
+    check_array("y", y, finite=False)  # a map: diverged (inf/NaN) states pass through
+    check_array("eta", eta, positive=True)
+    check_array("mu", mu, positive=True)
     r = x * y - mu
     return x - eta * r * y, y - eta * r * x
 
@@ -22,8 +27,13 @@ def run_scalar_fact(x0, y0, eta, steps: int, mu: float = 1.0, bound: float = 1e6
 
     Returns ``(xs, ys)`` of shape ``(steps + 1, *S)``; diverging runs (``|x| or |y| > bound``) become ``inf``.
     """
+    check_array("x0", x0, finite=False)  # a map: diverged (inf/NaN) states pass through
+    check_array("y0", y0, finite=False)  # a map: diverged (inf/NaN) states pass through
+    check_array("eta", eta, positive=True)
+    check_array("mu", mu, positive=True)
+    check_positive("bound", bound)
     check_int("steps", steps, minimum=0)
-    check_positive("mu", mu)
+    check_array("mu", mu, positive=True)
     x, y, eta = np.broadcast_arrays(*(np.asarray(a, dtype=float) for a in (x0, y0, eta)))
     x, y = x.copy(), y.copy()
     xs = np.empty((steps + 1, *x.shape))
@@ -41,11 +51,19 @@ def run_scalar_fact(x0, y0, eta, steps: int, mu: float = 1.0, bound: float = 1e6
 
 def imbalance_next(x, y, eta, mu: float = 1.0):
     """``y' - x' = (y - x)(1 + eta (xy - mu))`` (Eq. 50)."""
+    check_array("x", x, finite=False)  # a map: diverged (inf/NaN) states pass through
+    check_array("y", y, finite=False)  # a map: diverged (inf/NaN) states pass through
+    check_array("eta", eta, positive=True)
+    check_array("mu", mu, positive=True)
     return (y - x) * (1 + eta * (x * y - mu))
 
 
 def product_next(x, y, eta, mu: float = 1.0):
     """``x' y' = xy (1 - eta (xy - mu))^2 - eta (xy - mu)(x - y)^2`` (Eq. 16)."""
+    check_array("x", x, finite=False)  # a map: diverged (inf/NaN) states pass through
+    check_array("y", y, finite=False)  # a map: diverged (inf/NaN) states pass through
+    check_array("eta", eta, positive=True)
+    check_array("mu", mu, positive=True)
     r = x * y - mu
     return x * y * (1 - eta * r) ** 2 - eta * r * (x - y) ** 2
 
@@ -59,7 +77,11 @@ def lemma2_certificate(x0, y0, eta, mu: float = 1.0) -> dict:
     m^2 - K}
     < p``; it requires ``x0 y0 > mu``. Returns ``lhs``, ``p`` and ``certified`` (arrays broadcast).
     """
-    check_positive("mu", mu)
+    check_array("x0", x0)
+    check_array("y0", y0)
+    check_array("eta", eta, positive=True)
+    check_array("mu", mu, positive=True)
+    check_array("mu", mu, positive=True)
     x0, y0, eta = (np.asarray(a, dtype=float) for a in (x0, y0, eta))
     if np.any(eta <= 0):
         raise ValueError(f"eta must be > 0, got {eta!r}")
@@ -76,6 +98,9 @@ def lemma2_certificate(x0, y0, eta, mu: float = 1.0) -> dict:
 
 def hessian_xy(x, y, mu: float = 1.0) -> np.ndarray:
     """Hessian of ``(xy - mu)^2 / 2`` (Eq. 14), shape ``(*S, 2, 2)``."""
+    check_array("x", x, finite=False)  # a map: diverged (inf/NaN) states pass through
+    check_array("y", y, finite=False)  # a map: diverged (inf/NaN) states pass through
+    check_array("mu", mu, positive=True)
     x, y = np.broadcast_arrays(np.asarray(x, dtype=float), np.asarray(y, dtype=float))
     off = 2 * x * y - mu
     return np.stack([np.stack([y * y, off], -1), np.stack([off, x * x], -1)], -2)
@@ -83,6 +108,9 @@ def hessian_xy(x, y, mu: float = 1.0) -> np.ndarray:
 
 def sharpness_xy(x, y, mu: float = 1.0):
     """Largest Hessian eigenvalue of ``(xy - mu)^2 / 2`` at ``(x, y)`` (closed form of the 2x2 problem)."""
+    check_array("x", x, finite=False)  # a map: diverged (inf/NaN) states pass through
+    check_array("y", y, finite=False)  # a map: diverged (inf/NaN) states pass through
+    check_array("mu", mu, positive=True)
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     tr = x * x + y * y
     disc = np.sqrt((y * y - x * x) ** 2 + 4 * (2 * x * y - mu) ** 2)
@@ -93,6 +121,10 @@ def damian_indicator(x, y, eta, mu: float = 1.0):
     """``(lambda_1, grad L . u_1)`` at ``(x, y)``: the two quantities defining Damian et al.'s set
     ``M = {lambda_1 < 2/eta, grad L . u_1 = 0}`` (Sec. 6.2). Arrays broadcast; ``u_1`` is sign-fixed by
     ``u_1 . (1, 1) >= 0``."""
+    check_array("x", x, finite=False)  # a map: diverged (inf/NaN) states pass through
+    check_array("y", y, finite=False)  # a map: diverged (inf/NaN) states pass through
+    check_array("eta", eta, positive=True)
+    check_array("mu", mu, positive=True)
     check_positive("eta", eta)
     H = hessian_xy(x, y, mu)
     w, V = np.linalg.eigh(H)
@@ -113,7 +145,7 @@ def damian_manifold_interval(eta, mu: float = 1.0):
     this is Prop 6's ``x + y < sqrt(2 + 2/eta)``.
     """
     check_positive("eta", eta)
-    check_positive("mu", mu)
+    check_array("mu", mu, positive=True)
     c = 2.0 / eta  # x^2 + mu^2 / x^2 < c  <=>  s^2 - c s + mu^2 < 0 with s = x^2
     disc = c * c - 4 * mu * mu
     if disc <= 0:
@@ -249,10 +281,11 @@ def run_single_neuron_population(K, steps: int, v0=0.1, w0=(0.0, 0.1)):
     """Population GD (reduced map) from ``(v0, w0)`` with teacher ``[1, 0]``; ``K``, ``v0`` may be arrays.
 
     ``w0 = (w_x, w_y)`` may hold arrays too. Returns a dict of arrays ``v, wx, wy`` of shape
-    ``(steps + 1, *S)``.
+    ``(steps + 1, *S)``, and ``diverged``, ``diverged_step`` of shape ``S`` (:func:`lib.maps.stop_at_divergence`:
+    entries after a run's divergence are NaN).
     """
     check_int("steps", steps, minimum=0)
-    K = np.asarray(K, dtype=float)
+    K = check_array("K", K, positive=True)
     if np.any(K <= 0):
         raise ValueError(f"K must be > 0, got {K!r}")
     v, wx, wy = np.broadcast_arrays(
@@ -264,7 +297,7 @@ def run_single_neuron_population(K, steps: int, v0=0.1, w0=(0.0, 0.1)):
         for t in range(1, steps + 1):
             v, wx, wy = single_neuron_reduced_step(v, wx, wy, K)
             out["v"][t], out["wx"][t], out["wy"][t] = v, wx, wy
-    return out
+    return stop_at_divergence(out, batch_ndim=v.ndim)
 
 
 def run_single_neuron_empirical(X, eta: float, steps: int, v0=0.1, w0=(0.0, 0.1), w_teacher=(1.0, 0.0)):
@@ -274,7 +307,10 @@ def run_single_neuron_empirical(X, eta: float, steps: int, v0=0.1, w0=(0.0, 0.1)
     Returns a dict with ``v`` ``(steps+1, B)``, ``w`` ``(steps+1, B, d)``, ``loss`` ``(steps+1, B)``;
     with 2-D ``X``
     the batch axis is dropped. ``w`` is reported in the teacher frame only when ``d = 2`` (``wx, wy`` keys).
+    ``diverged`` ``(B,)`` and ``diverged_step`` ``(B,)`` (-1 if never) follow :func:`lib.maps.stop_at_divergence`;
+    entries after a run's divergence are NaN.
     """
+    check_array("X", X)
     check_positive("eta", eta)
     check_int("steps", steps, minimum=0)
     X = np.asarray(X, dtype=float)
@@ -308,8 +344,10 @@ def run_single_neuron_empirical(X, eta: float, steps: int, v0=0.1, w0=(0.0, 0.1)
     if d == 2:
         out["wx"] = ws[..., 0] * wt[0] / np.linalg.norm(wt) + ws[..., 1] * wt[1] / np.linalg.norm(wt)
         out["wy"] = np.abs(ws[..., 0] * (-wt[1]) + ws[..., 1] * wt[0]) / np.linalg.norm(wt)
+    out = stop_at_divergence(out, ["v", "w", "loss"], loss_keys=["loss"], batch_ndim=1)
     if single:
-        out = {k: a[:, 0] for k, a in out.items()}
+        out = {k: (a[:, 0] if np.ndim(a) > 1 else a[0]) for k, a in out.items()}
+        out["diverged"], out["diverged_step"] = bool(out["diverged"]), int(out["diverged_step"])
     return out
 
 
@@ -324,6 +362,6 @@ def thm4_bound(t, K: float, eps: float):
     check_range("eps", eps, 0, 0.1, lo_open=True)
     beta = (1 + 1.1 / np.pi) * eps
     T1 = int(math.ceil(math.log(1.35 / (np.pi * beta**2)) / math.log(2.56)))
-    t = np.asarray(t, dtype=float)
+    t = check_array("t", t)
     bound = np.where(t >= T1 + 4, 0.1 * (1 - 0.030 * K) ** (t - T1 - 4), np.inf)
     return bound, T1

@@ -16,7 +16,7 @@ from threadpoolctl import threadpool_limits
 from torch.func import grad, vmap
 
 from lib import curvature
-from lib.config import check_int, check_positive, check_shape
+from lib.config import check_array, check_int, check_positive, check_seed, check_shape
 from lib.data.sphere import sample_sphere
 from lib.parts.edge_of_stability.one_dimensional import stable_oscillation_condition
 
@@ -37,6 +37,7 @@ def ts_init(d: int = 16, seed: int = 0, *, k_step: float = 0.0625, noise: float 
     check_int("d", d, minimum=1)
     check_positive("k_step", k_step, allow_zero=True)
     check_positive("noise", noise, allow_zero=True)
+    check_seed("seed", seed)
     g = torch.Generator().manual_seed(int(seed))
     k = 1.0 + k_step * torch.arange(d, dtype=torch.float64)
     eps = torch.randn(d, d, generator=g, dtype=torch.float64)
@@ -264,5 +265,5 @@ def eos_mask(sharpness, lr: float, frac: float = 1.0) -> np.ndarray:
     """
     check_positive("lr", lr)
     check_positive("frac", frac)
-    s = np.asarray(sharpness, float)
+    s = check_array("sharpness", sharpness, finite="some")  # NaN: a diverged run, never at the EoS
     return np.isfinite(s) & (s >= frac * 2.0 / lr)

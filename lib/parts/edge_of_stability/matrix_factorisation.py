@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from lib.config import check_in, check_int, check_positive, check_range, check_shape
+from lib.config import check_array, check_in, check_int, check_positive, check_range, check_seed, check_shape
 from lib.parts.edge_of_stability.one_dimensional import period2_orbit
 
 
@@ -85,6 +85,7 @@ def mf_gd(Y0, Z0, C, eta, steps: int, *, tail: int = 0, record_every: int = 0, b
     check_int("tail", tail, minimum=0, maximum=steps)
     check_int("record_every", record_every, minimum=0)
     check_positive("bound", bound)
+    check_array("eta", eta, positive=True)
     Y, Z = _batch(Y0, "Y0").clone(), _batch(Z0, "Z0").clone()
     if Y.shape != Z.shape:
         raise ValueError(f"Y0 and Z0 must have the same shape, got {tuple(Y.shape)} and {tuple(Z.shape)}")
@@ -185,6 +186,7 @@ def generic_init(batch: int, d: int, scale: float = 0.5, seed: int = 0):
     check_int("batch", batch, minimum=1)
     check_int("d", d, minimum=1)
     check_positive("scale", scale)
+    check_seed("seed", seed)
     g = torch.Generator().manual_seed(int(seed))
     Y = scale * torch.randn(batch, d, d, generator=g, dtype=torch.float64)
     Z = scale * torch.randn(batch, d, d, generator=g, dtype=torch.float64)
@@ -236,6 +238,10 @@ def divergence_grid(k1_values, k2_values, *, init: str = "generic", alpha: float
     """
     check_in("init", init, ("generic", "quasi", "symmetric"))
     check_int("d", d, minimum=2)
+    check_positive("alpha", alpha)
+    check_seed("seed", seed)
+    k1_values = check_array("k1_values", k1_values, positive=True)
+    k2_values = check_array("k2_values", k2_values, positive=True)
     if len(spectrum_tail) != d - 2:
         raise ValueError(f"spectrum_tail must have d - 2 = {d - 2} entries, got {len(spectrum_tail)}")
     K1, K2, spectra = _grid_spectra(k1_values, k2_values, spectrum_tail)
@@ -258,14 +264,14 @@ def eq9_holds(k1, k2, alpha: float):
     """Eq. (9): ``eta * max(s1^2/alpha^2 + s2^2 alpha^2, s2^2/alpha^2 + s1^2 alpha^2) <= 2`` with
     ``k1 = eta s1^2``, ``k2 = eta s2^2`` (arrays broadcast); alpha = 1 gives ``k1 + k2 <= 2``."""
     check_positive("alpha", alpha)
-    k1, k2 = np.asarray(k1, float), np.asarray(k2, float)
+    k1, k2 = check_array("k1", k1), check_array("k2", k2)
     a2 = alpha**2
     return np.maximum(k1 / a2 + k2 * a2, k2 / a2 + k1 * a2) <= 2.0
 
 
 def line_holds(k1, k2):
     """Obs 1's condition ``eta (s1^2 + s2^2) < 2`` in the coordinates ``k1 = eta s1^2``, ``k2 = eta s2^2``."""
-    return np.asarray(k1, float) + np.asarray(k2, float) < 2.0
+    return check_array("k1", k1) + check_array("k2", k2) < 2.0
 
 
 def divergence_boundary(k1_values, k2_values, finite) -> np.ndarray:
@@ -295,7 +301,11 @@ def mf_bifurcation(K_values, *, ratio: float = 0.2, d: int = 4, steps: int = 600
     """
     check_range("ratio", ratio, 0.0, 1.0, lo_open=True)
     check_int("d", d, minimum=2)
-    K = np.asarray(K_values, float)
+    check_int("steps", steps, minimum=1)
+    check_int("keep", keep, minimum=1, maximum=steps)
+    check_positive("scale", scale)
+    check_seed("seed", seed)
+    K = check_array("K_values", K_values, positive=True)
     if K.ndim != 1 or np.any(K <= 0):
         raise ValueError("K_values must be a 1-D array of positive numbers")
     tail = [ratio * 0.5**j for j in range(d - 1)]

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from lib.config import check_int, check_positive, check_range
+from lib.config import check_array, check_bool, check_callable, check_finite, check_int, check_positive, check_range
 
 SQRT5_MINUS_1 = math.sqrt(5.0) - 1.0  #: loss of stability of the period-2 orbit (App. L)
 
@@ -84,7 +84,7 @@ def _torch():
 
 def quartic(mu: float = 1.0) -> ScalarFunction:
     """``f(x) = (x^2 - mu)^2 / 4`` with minimum ``sqrt(mu)`` (Sec. 4.2, Thm 2)."""
-    check_positive("mu", mu)
+    check_array("mu", mu, positive=True)
     return ScalarFunction(
         "quartic",
         rf"$\frac{{1}}{{4}}(x^2-{mu:g})^2$",
@@ -109,11 +109,17 @@ def least_squares(
     expect_oscillation: bool = True,
 ) -> ScalarFunction:
     """``f(x) = (g(x) - y)^2`` with ``g(xbar) = y`` (Prop 1); ``g`` is a torch callable."""
+    check_callable("g", g)
+    check_finite("y", y)
+    check_finite("xbar", xbar)
+    check_bool("expect_oscillation", expect_oscillation)
     return ScalarFunction(name, label, lambda x: (g(x) - y) ** 2, float(xbar), source, expect_oscillation)
 
 
 def compose(q: Callable, p: Callable) -> Callable:
     """The base model ``q(p(x))`` of Prop 2 (composition rule); torch callables in and out."""
+    check_callable("q", q)
+    check_callable("p", p)
     return lambda x: q(p(x))
 
 
@@ -222,6 +228,8 @@ def oscillation_test(func: ScalarFunction, order: int = 6, tol: float = 1e-9) ->
 
 def gd_map(func: ScalarFunction, eta: float) -> Callable:
     """The GD map ``F_eta(x) = x - eta f'(x)`` of Eq. (3) as a NumPy callable (arrays of any shape)."""
+    if not isinstance(func, ScalarFunction):
+        raise ValueError(f"func must be a ScalarFunction, got {func!r}")
     check_positive("eta", eta)
     return lambda x: np.asarray(x, dtype=float) - eta * func.grad(x)
 
@@ -233,6 +241,9 @@ def gd_iterate_many(funcs: list[ScalarFunction], x0, etas, steps: int, bound: fl
     magnitude exceeds ``bound`` or become non-finite are set to ``inf`` (divergence) and frozen.
     Returns the trajectories, shape ``(steps + 1, *x0.shape)``.
     """
+    check_positive("bound", bound)
+    check_array("x0", x0)
+    check_array("etas", etas, positive=True)
     import torch
 
     check_int("steps", steps, minimum=0)
@@ -261,6 +272,8 @@ def gd_iterate_many(funcs: list[ScalarFunction], x0, etas, steps: int, bound: fl
 
 def two_step_gap(func: ScalarFunction, x0, eta):
     """``F_eta(F_eta(x0)) - x0`` (zero at a period-2 point, Def 2); broadcasts over ``x0`` and ``eta``."""
+    x0 = check_array("x0", x0, finite=False)  # a map: diverged states pass through
+    eta = check_array("eta", eta, positive=True)
     x0 = np.asarray(x0, dtype=float)
     eta = np.asarray(eta, dtype=float)
     x1 = x0 - eta * func.grad(np.broadcast_to(x0, np.broadcast_shapes(x0.shape, eta.shape)))
@@ -275,6 +288,8 @@ def two_cycle_learning_rate(func: ScalarFunction, eps: float, span: float = 0.3,
     multiplier
     ``(F^2)'(x0) = F'(x0) F'(x1)`` of the cycle, and ``stable = |multiplier| < 1``.
     """
+    check_finite("eps", eps)
+    check_int("n_grid", n_grid, minimum=2)
     from scipy.optimize import brentq
 
     check_range("span", span, 0, 1, lo_open=True, hi_open=True)
@@ -314,6 +329,8 @@ def period2_orbit(mu, eta):
     ``delta^2 = mu ((K + 1) -+ sqrt((K - 1)(K + 3))) / (2K)``. A positive orbit straddling ``sqrt(mu)``
     exists iff ``1 < K <= 3/2`` (Eq. 36); otherwise ``ValueError`` naming ``eta``. Broadcasts over arrays.
     """
+    check_array("mu", mu, positive=True)
+    check_array("eta", eta, positive=True)
     mu_a = np.asarray(mu, dtype=float)
     eta_a = np.asarray(eta, dtype=float)
     if np.any(~np.isfinite(mu_a)) or np.any(mu_a <= 0):
@@ -339,6 +356,7 @@ def two_cycle_multiplier(K):
     Our derivation: with ``F'(x) = 1 + K(1 - 3x^2)`` for ``mu = 1`` and the orbit's ``s1 + s2 = (K+1)/K``,
     ``s1 s2 = 1/K^2``.
     """
+    check_array("K", K, positive=True)
     K = np.asarray(K, dtype=float)
     out = 7 - 4 * K - 2 * K**2
     return float(out) if out.ndim == 0 else out
@@ -346,6 +364,9 @@ def two_cycle_multiplier(K):
 
 def quartic_gd_map(x, K, mu: float = 1.0):
     """GD map of ``(x^2 - mu)^2 / 4`` with ``eta = K / mu``: ``x + (K/mu)(mu - x^2) x`` (broadcasts)."""
+    check_array("x", x, finite=False)  # a map: diverged (inf/NaN) states pass through
+    check_array("K", K, positive=True)
+    check_array("mu", mu, positive=True)
     x = np.asarray(x, dtype=float)
     K = np.asarray(K, dtype=float)
     return x + (K / mu) * (mu - x * x) * x
@@ -354,6 +375,8 @@ def quartic_gd_map(x, K, mu: float = 1.0):
 def quartic_multiplier_numeric(K, mu: float = 1.0) -> float:
     """``F'(delta_1) F'(delta_2)`` evaluated at the orbit of :func:`period2_orbit` (an independent check of
     :func:`two_cycle_multiplier`)."""
+    check_positive("K", K)
+    check_array("mu", mu, positive=True)
     d1, d2 = period2_orbit(mu, K / mu)
     eta = K / mu
     return float((1 + eta * (mu - 3 * d1**2)) * (1 + eta * (mu - 3 * d2**2)))

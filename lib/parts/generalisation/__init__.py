@@ -8,5 +8,8 @@ group imbalance, GCNs with topology sampling, in-context learning and chain-of-t
 chapter                                                         modules
 ==============================================================  =====================================================
 (all chapters)                                                  :mod:`~lib.parts.generalisation.settings`
+``notebooks/generalisation/04_gcn_sampling.md``                 :mod:`~lib.parts.generalisation.gcn_sampling`
+``notebooks/generalisation/06_chain_of_thought.md``             :mod:`~lib.parts.generalisation.chain_of_thought`
+                                                                :mod:`~lib.parts.generalisation.cot_multilayer`
 ==============================================================  =====================================================
 """

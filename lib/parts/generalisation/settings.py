@@ -5,3 +5,72 @@ chapter of the thesis.
 """
 
 from __future__ import annotations
+
+# ---- Chapter 7: chain-of-thought with a one-layer attention-only transformer ----
+
+#: Section 7.5 of the thesis: data, model and test defaults (None where the thesis is silent).
+PAPER_COT = {
+    "d_X": 30, "M": 20, "M_prime": 10, "K": 3, "alpha": 0.4, "noise": 0.2,
+    "tau": 0.5, "rho": 0.8, "alpha_prime": 0.8,
+    "l_tr": None, "lr": None, "batch": None, "steps": None, "init_std": None, "seeds": None,
+    "fig75_tau_o": 0.4, "fig75_rho_o": 0.1,
+    "fig77": {"layers": 3, "heads": 2, "K": 2},
+}
+
+#: Example 1 (Fig 7.1): the two step matrices, the correct step maps (0-based) and the thesis's numbers.
+EXAMPLE_1 = {
+    "A": [[[0.6, 0.4], [0.4, 0.6]], [[0.4, 0.6], [0.8, 0.2]]],
+    "steps": [[0, 1], [1, 0]],
+    "B": [[0.56, 0.44], [0.64, 0.36]],
+    "tau": 0.36, "tau_o": 0.56, "condition": False,
+}
+
+#: The book's defaults where the thesis is silent (online SGD on fresh permutation tasks).
+COT_TRAINING = {"l_tr": 20, "batch": 128, "lr": 1.0, "init_std": 0.01}
+# ------------------------------------------------------------------------------------------------- chapter 5 (GCNs)
+#: Section 5.4 as stated: graph, teacher (5.20), optimiser and sampler. ``None`` where the thesis is silent.
+PAPER_GCN = {
+    "N": 2000,
+    "d": 10,
+    "p": 10,
+    "K": 2,
+    "feature_law": "N(0,1)",
+    "loss": "l2 regression",
+    "lr": 1e-3,
+    "batch": 5,
+    "dropout": 0.4,
+    "iterations": "4|Omega|",
+    "optimizer": None,
+    "keep": 0.9,
+    "test_metric": None,
+    "seeds": None,
+    "graph_generator": None,
+}
+#: Figs 5.1 and 5.2: unbalanced graph, sampler p* = (0.7, 0.3), teacher on A* = A P*. Degrees not given.
+PAPER_GCN_FIG51 = {"sizes": (100, 1900), "p_star": (0.7, 0.3), "m": 500, "degrees": None, "omegas": None}
+PAPER_GCN_FIG52 = {"sizes": (100, 1900), "p_star": (0.7, 0.3), "omega": 1500, "degrees": None, "widths": None}
+#: Figs 5.3 (unbalanced) and 5.4 (balanced): three teachers A P-hat; Dataset 2 is not given.
+PAPER_GCN_FIG53 = {
+    "sizes": (100, 1900),
+    "degrees": (10, 1),
+    "p_star": (0.9, 0.1),
+    "datasets": ((0.9, 0.1), None, (0.5, 0.5)),
+    "fastgcn_t": None,
+}
+PAPER_GCN_FIG54 = {**PAPER_GCN_FIG53, "sizes": (1000, 1000)}
+
+#: The book's defaults where the thesis is silent: configuration-model graphs with these degree pairs, Dataset 2
+#: = (0.1, 0.9), relative test MSE, full-batch Adam, FastGCN with t = 0.9 N draws and q(u) proportional to the
+#: squared norm of column u of A.
+GCN_DEFAULTS = {"degree_pairs": ((8, 2), (20, 2), (40, 2)), "dataset2": (0.1, 0.9), "seeds": (0, 1, 2)}
+#: CPU stand-in (quick mode): N = 600 with the thesis's group ratios, m = 32, 300 full-batch Adam steps.
+GCN_CPU = {"N": 600, "m": 32, "steps": 300, "lr": 1e-2, "omegas": (100, 250, 450), "widths": (8, 16, 32, 64)}
+#: The thesis's own scale (needs a GPU or a long CPU run): N = 2000, m = 500, the number of labelled nodes up to 1500.
+GCN_PAPER_SCALE = {
+    "N": 2000,
+    "m": 500,
+    "steps": 2000,
+    "lr": 1e-3,
+    "omegas": (200, 500, 1000, 1500),
+    "widths": (50, 100, 200, 500),
+}

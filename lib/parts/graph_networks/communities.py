@@ -29,7 +29,7 @@ from lib.models.mlp import MLP
 from lib.models.sgnn import SGNN
 
 #: GA-MLP operator families of Fig 2.4 / Table A.2, by name.
-GAMLP_OPERATORS = ("A", "H", "A1")
+SBM_OPERATORS = ("A", "H", "A1")
 #: Spectral baselines: second eigenvector of A, or the eigenvector of the second smallest eigenvalue of H(sqrt c).
 SPECTRAL_METHODS = ("adjacency", "bethe")
 
@@ -77,7 +77,7 @@ def block_operator(edges, n: int, operator: str, *, kappa: float = 8.0, eps: flo
     code) or ``"A1"`` (:math:`\\tilde A_{(\\epsilon)}`, SGC's operator for ``eps=1``). Float64, shape
     ``(G n, G n)``."""
     check_int("n", n, minimum=1)
-    check_in("operator", operator, GAMLP_OPERATORS)
+    check_in("operator", operator, SBM_OPERATORS)
     check_positive("kappa", kappa)
     check_positive("eps", eps)
     A = _block_adjacency(edges, n)
@@ -99,7 +99,7 @@ def power_features(edges, n: int, operator: str, K: int, *, kappa: float = 8.0) 
 
     Args:
         edges: list of ``G`` edge arrays of shape ``(2, m)`` (from :func:`~lib.graphs.generators.binary_sbm_edges`).
-        n: nodes per graph; operator: one of :data:`GAMLP_OPERATORS`; K: highest power (>= 0); kappa: the shift
+        n: nodes per graph; operator: one of :data:`SBM_OPERATORS`; K: highest power (>= 0); kappa: the shift
             of :math:`\\tilde H`.
 
     Returns:
@@ -199,7 +199,7 @@ def run_sbm(
     n_train: int = 6000,
     n_test: int = 200,
     hidden: int = 10,
-    operators=GAMLP_OPERATORS,
+    operators=SBM_OPERATORS,
     sgnn_depth: int = 30,
     sgnn_width: int = 10,
     sgnn_train: int | None = None,
@@ -231,7 +231,7 @@ def run_sbm(
     check_int("n_test", n_test, minimum=1)
     check_int("hidden", hidden, minimum=1)
     for op in operators:
-        check_in("operators", op, GAMLP_OPERATORS)
+        check_in("operators", op, SBM_OPERATORS)
     check_int("sgnn_depth", sgnn_depth, minimum=0)
     check_int("sgnn_width", sgnn_width, minimum=2)
     sgnn_train = n_train if sgnn_train is None else sgnn_train

@@ -82,3 +82,68 @@ PAPER_TABLE_A2 = dict(overlap=(0.128, 0.164, 0.262, 0.707, 0.563))
 #: 3000 graphs.
 SBM_QUICK = dict(ab=((5.0, 1.0), (5.5, 0.5)), K=60, n_train=1000, n_test=100, sgnn_depth=8, sgnn_train=800)
 SBM_FULL = dict(ab=PAPER_FIG24["ab"], K=120, n_train=6000, n_test=200, sgnn_depth=20, sgnn_train=3000)
+
+
+# ------------------------------------------------------------------ chapter 2: rooted graphs (Props 2.3-2.7,
+# Fig 2.3, Tables 2.1 and 2.2)
+
+#: Fig 2.3: two full binary depth-2 trees with binary features and per-level blue counts (1, 1, 3); walks with
+#: features (1, 1) from the root: 1 and 0.
+PAPER_FIG23 = dict(m=2, depth=2, levels=(1, 1, 3), pattern=(1, 1), walks=(1, 0))
+
+#: Lemma A.6 (bound on the number of rooted aggregation trees): (m - 1)^(2^K - 1); the proof's last line prints
+#: 2^(K-1). Props 2.3, 2.6 assume at least 2 feature values and m >= 3. Lemma A.7: 2^k - 2^(k-2) <= q_k <= m^k / 2
+#: for 2 <= k <= K
+#: gives at least 2^(2^(K-1) - 1) trees per GA-MLP class. Prop 2.7's proof: (m - 2) m^(k-1) choices of q_k, each
+#: with m^(k-1) + 1 walk counts.
+PAPER_TREES = dict(min_features=2, min_m=3, lemma_a6_exponent="2^K - 1", lemma_a7_bound="2^(2^(K-1) - 1)",
+                   prop27_classes="(m - 2) m^(k-1)", prop27_values="m^(k-1) + 1")
+
+#: Exact tree enumerations (ours): (m, K) pairs small enough to enumerate all 2^n labellings.
+TREE_CASES = ((2, 2), (3, 2), (2, 3))
+
+#: Table 2.1: rooted-graph classes (GNN, GA-MLP) for K = 1..5 on the citation graphs, node features removed.
+PAPER_TABLE21 = {
+    "Cora": dict(nodes=2708, gnn=(37, 1589, 2301, 2363, 2365), gamlp=(37, 756, 2158, 2359, 2365)),
+    "Citeseer": dict(nodes=None, gnn=(31, 984, 1855, 2074, 2122), gamlp=(31, 506, 1550, 2019, 2115)),
+    "Pubmed": dict(nodes=None, gnn=(82, 8059, 12814, 12990, 12998), gamlp=(82, 3762, 12014, 12979, 12998)),
+}
+
+#: Stand-ins for the citation graphs (not downloadable at run time): same size, similar sparsity.
+TABLE21_STANDINS = dict(
+    ba=dict(kind="barabasi_albert", n=2708, m=2, seed=0),
+    powerlaw_cluster=dict(kind="powerlaw_cluster", n=2708, m=2, p=0.3, seed=0),
+    er=dict(kind="erdos_renyi", n=2708, mean_degree=3.9, seed=0),
+)
+
+#: Table 2.2: relative MSE (MSE / label variance) for counting all-blue walks (blue = even index).
+PAPER_TABLE22 = {
+    "GIN": dict(cora=(3.98e-6, 9.72e-7), rrg=(3.39e-5, 2.61e-4)),
+    "GA-MLP-A": dict(cora=(1.23e-1, 1.56e-1), rrg=(1.75e-2, 2.13e-2)),
+    "GA-MLP-A+": dict(cora=(1.87e-2, 6.44e-2), rrg=(1.69e-2, 2.13e-2)),
+    "GA-MLP-A1": dict(cora=(4.22e-1, 5.79e-1), rrg=(1.02e-1, 1.58e-1)),
+    "GA-MLP-A1+": dict(cora=(4.00e-1, 5.79e-1), rrg=(1.12e-1, 1.52e-1)),
+}
+
+#: The counting task: walk length (steps) and split per graph (authors' code: length 2 on Cora, 3 on the RRG;
+#: Cora 500 random even + 500 random odd training nodes, RRG the first 300). Training in the code: 20 000 epochs
+#: of 32-node mini-batches, best epoch reported; hidden widths and learning rates below are the README's.
+PAPER_COUNTING = dict(
+    rrg=dict(n=1000, degree=6, seed=0, length=3, split="first", n_train=300),
+    cora=dict(n=2708, length=2, split="parity", n_train=1000),
+    code_hparams=dict(rrg=dict(gin=(16, 0.005), gamlp_A=(32, 0.01), gamlp_A_plus=(256, 0.001)),
+                      cora=dict(gin=(32, 0.01), gamlp_A=(256, 0.01), gamlp_A_plus=(32, 0.01))),
+    epochs=20000, batch=32, reported="best epoch",
+)
+
+#: Our CPU training (full-batch Adam with cosine decay, standardised labels and GA-MLP features, last step):
+#: (model, operator powers as a multiple of the walk length, hidden width, lr, steps).
+COUNTING_MODELS = (
+    ("GIN", None, 32, 0.01, 3000),
+    ("GA-MLP-A", 1, 32, 0.01, 1000),
+    ("GA-MLP-A+", 2, 256, 0.01, 1000),
+    ("GA-MLP-A1", 1, 32, 0.01, 1000),
+    ("GA-MLP-A1+", 2, 256, 0.01, 1000),
+)
+#: The Cora stand-in for Table 2.2.
+COUNTING_CORA_STANDIN = dict(kind="barabasi_albert", n=2708, m=2, seed=0)

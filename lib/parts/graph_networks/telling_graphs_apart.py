@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import networkx as nx
 import numpy as np
 
-from lib.config import check_in, check_int, check_positive
+from lib.config import check_in, check_int, check_positive, check_seed
 from lib.graphs import equivalence, operators, wl
 
 #: Operators of the widget and the separation table: name -> function of the graph.
@@ -134,6 +134,12 @@ def class_counts(graphs: Sequence, Ks: Sequence[int], *, alpha: int | None = Non
     ``prop22`` (the GA-MLP on :math:`\\{D, AD^{-\\alpha}\\}`) when ``alpha`` is given; also ``singleton_fraction``
     of each: the share of graphs whose class holds only graphs isomorphic to them."""
     graphs = list(graphs)
+    if isinstance(Ks, (str, bytes)) or not hasattr(Ks, "__iter__"):
+        raise ValueError(f"Ks must be a sequence of integers, got {Ks!r}")
+    if len(Ks) == 0:
+        raise ValueError("Ks must hold at least one depth")
+    for K in Ks:
+        check_int("Ks", K, minimum=0)
     truth = equivalence.isomorphism_classes(graphs)
     out = {"graphs": len(graphs), "truth": len(set(truth)), "gnn": {}, "gamlp": {}, "exact_fraction": {}}
 
@@ -204,6 +210,7 @@ def power_graph_check(G1, G2, operator_sets: dict, max_len: int = 3) -> dict[str
 
 def layout(G, seed: int = 0) -> dict:
     """A fixed drawing position per node (Kamada-Kawai from a seeded spring start)."""
+    check_seed("seed", seed)
     return nx.kamada_kawai_layout(G, pos=nx.spring_layout(G, seed=seed))
 
 

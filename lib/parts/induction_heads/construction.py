@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from lib.config import check_int, check_positive, check_shape
+from lib.config import check_array, check_callable, check_finite, check_int, check_positive, check_shape
 from lib.models.transformer import Transformer, TransformerConfig
 
 
@@ -146,10 +146,8 @@ def run_last(model: Transformer, X: torch.Tensor, n: int = 2) -> torch.Tensor:
 def thm41_bound(W, p) -> np.ndarray:
     """The explicit bound of the proof of Thm 4.1 (App. A.1): ``4 ||W||_{1,1} e^{-p} / (1 - e^{-p})``
     (tokens with ``||x||_inf <= 1``). ``p`` scalar or array, ``> 0``."""
-    p = np.asarray(p, dtype=float)
-    if np.any(~np.isfinite(p)) or np.any(p <= 0):
-        raise ValueError(f"p must be finite and > 0, got {p}")
-    w11 = float(torch.as_tensor(W).abs().sum())
+    p = check_array("p", p, positive=True)
+    w11 = float(np.abs(check_array("W", W)).sum())
     return 4.0 * w11 * np.exp(-p) / (1.0 - np.exp(-p))
 
 
@@ -199,7 +197,7 @@ def in_context_bigram(tokens: torch.Tensor, V: int):
 def exp_kernel(betas, alphas, J: int) -> np.ndarray:
     """Sum of exponential kernels ``phi(j) = sum_h alpha_h exp(-beta_h (j - 1))``, ``j = 1..J`` (proof of
     Thm 4.3, Lemma D.2). ``betas, alphas`` ``(H,)``. Returns ``(J,)``."""
-    betas, alphas = np.asarray(betas, float), np.asarray(alphas, float)
+    betas, alphas = check_array("betas", betas), check_array("alphas", alphas)
     if betas.shape != alphas.shape or betas.ndim != 1:
         raise ValueError("betas and alphas must be 1-D arrays of the same length")
     check_int("J", J, minimum=1)
@@ -221,7 +219,7 @@ def fit_delay_kernel(delay: int, betas, J: int = 400, J_fit: int | None = None) 
     ``1..J``) and ``max_alpha`` (``max_h |alpha_h|``).
     """
     check_int("delay", delay, minimum=1)
-    betas = np.asarray(betas, float)
+    betas = check_array("betas", betas, finite=False, nonempty=False)
     if betas.ndim != 1 or betas.size == 0 or np.any(betas <= 0) or not np.all(np.isfinite(betas)):
         raise ValueError(f"betas must be a non-empty 1-D array of positive numbers, got {betas}")
     H = betas.size
@@ -380,6 +378,9 @@ def pod(g, low: float = -1.0, high: float = 1.0, n_nodes: int = 200) -> POD:
     ``g(u, v)`` must act element-wise on broadcast NumPy arrays.
     """
     check_int("n_nodes", n_nodes, minimum=2)
+    check_callable("g", g)
+    check_finite("low", low)
+    check_finite("high", high)
     if not high > low:
         raise ValueError(f"high must be > low, got low={low}, high={high}")
     x, w = np.polynomial.legendre.leggauss(n_nodes)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lib.config import check_int, check_positive
+from lib.config import check_bool, check_finite, check_int, check_positive
 from lib.flows import integrate_flow
 from lib.parts.induction_heads.four_phases import (
     FourPhaseResult,
@@ -64,6 +64,7 @@ def ih_linear_rate(alpha_star: float, w_star: float, L: int, *, separate_qk: boo
 
     Near the optimum ``L_IH`` decays like ``exp(-2 lambda t)``; ``lambda`` is ``Theta(w*^2/((1+a)^2 L))``.
     """
+    check_bool("separate_qk", separate_qk)
     _check_setting(alpha_star, w_star, L)
     _, h_star = targets_star(alpha_star)
     x0 = np.array([w_star, h_star])
@@ -102,6 +103,10 @@ def balance_flow(
 
     Lemma 5.4: ``wq^2 - wk^2`` is conserved, because ``d/dt (wq^2 - wk^2) = -2 wq wk dL/dv + 2 wk wq dL/dv = 0``.
     """
+    for name, value in (("wq0", wq0), ("wk0", wk0), ("h0", h0)):
+        check_finite(name, value)
+    check_positive("t_max", t_max)
+    check_int("n_points", n_points, minimum=2)
     _check_setting(alpha_star, w_star, L)
 
     def rhs(t, y):
@@ -145,6 +150,9 @@ def balance_gd(
     exactly, so the balance of Lemma 5.4 drifts at second order per step. A run that leaves the loss's domain is
     recorded as diverged, not raised.
     """
+    for name, value in (("wq0", wq0), ("wk0", wk0), ("h0", h0)):
+        check_finite(name, value)
+    _check_setting(alpha_star, w_star, L)
     check_positive("lr", lr)
     check_int("steps", steps, minimum=1)
     wq, wk, h = np.full(steps + 1, np.nan), np.full(steps + 1, np.nan), np.full(steps + 1, np.nan)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from lib.config import check_in, check_int, check_positive, check_range
+from lib.config import check_array, check_bool, check_finite, check_in, check_int, check_positive, check_range
 from lib.curves import hitting_time
 from lib.flows import integrate_flow
 
@@ -41,6 +41,8 @@ def prev_token_weights(L: int, p1: float):
     Row 0 is empty (the first token has nothing to attend to: ``y_1 = 0``). ``p1 = inf`` gives ``y_s = x_{s-1}``.
     """
     check_int("L", L, minimum=2)
+    if isinstance(p1, (str, bytes, bool)) or p1 is None:
+        raise ValueError(f"p1 must be a number >= 0 (or inf), got {p1!r}")
     p1 = float(p1)
     if np.isnan(p1) or p1 < 0:
         raise ValueError(f"p1 must be >= 0 (or inf), got {p1}")
@@ -185,6 +187,7 @@ def stage1_flow(L: int, sigma_init: float, alpha_star: float, t_max: float, *, n
     """
     check_positive("sigma_init", sigma_init)
     check_positive("t_max", t_max)
+    check_int("n_points", n_points, minimum=2)
     res = integrate_flow(
         stage1_rhs(L, sigma_init, alpha_star),
         [sigma_init],
@@ -200,6 +203,8 @@ def stage1_flow(L: int, sigma_init: float, alpha_star: float, t_max: float, *, n
 # ------------------------------------------------------------------------------------------ stage II, 4-gram head
 def ngram_sums(p: float, L: int) -> tuple[float, float]:
     """``M(p) = sum_{k=0}^{L-3} e^{-pk}`` and ``m(p) = -M'(p) = sum_k k e^{-pk}`` (App. C.1), summed directly."""
+    check_finite("p", p)
+    check_int("L", L, minimum=3)
     p = float(p)
     n = L - 2
     if p > 0:
@@ -211,6 +216,9 @@ def ngram_sums(p: float, L: int) -> tuple[float, float]:
 
 def loss_g4(p: float, g: float, alpha_star: float, L: int) -> float:
     """4-gram partial loss, Eq. 19: ``g*^2/2 + g^2 M(2p)/(2 M(p)^2) - g* g / M(p)`` (exact for Gaussian tokens)."""
+    check_finite("p", p)
+    check_finite("g", g)
+    _check_setting(alpha_star, 0.5, L)
     g_star, _ = targets_star(alpha_star)
     M1, _ = ngram_sums(p, L)
     M2, _ = ngram_sums(2 * p, L)
@@ -249,6 +257,9 @@ def loss_ih(w, h, alpha_star: float, w_star: float, L: int):
 
     ``[h*^2 psi(2w*^2) - 2 h h* psi(w^2+w*^2) + h^2 psi(2w^2)] / (2(L-2))``; ``w``, ``h`` broadcast.
     """
+    check_array("w", w)
+    check_array("h", h)
+    _check_setting(alpha_star, w_star, L)
     _, h_star = targets_star(alpha_star)
     w = np.asarray(w, dtype=float)
     h = np.asarray(h, dtype=float)
@@ -264,6 +275,11 @@ def rhs_ih(w: float, h: float, alpha_star: float, w_star: float, L: int, *, sepa
     equal, Lemma 5.4) and ``dw/dt`` is half the paper's: the chain rule through ``wq*wk`` gives one factor ``w``
     per weight instead of ``d(w^2)/dw = 2w``.
     """
+    _check_setting(alpha_star, w_star, L)  # (w, h) is the ODE state: only its type is checked
+    for name, value in (("w", w), ("h", h)):
+        if isinstance(value, (str, bytes, bool)) or value is None:
+            raise ValueError(f"{name} must be a number or an array of numbers, got {value!r}")
+    check_bool("separate_qk", separate_qk)
     _, h_star = targets_star(alpha_star)
     vs = w_star**2
     dw = 2 * h * w * (h_star * phi(w**2 + vs) - h * phi(2 * w**2)) / (L - 2)
@@ -332,6 +348,9 @@ def four_phase_dynamics(
     Returns:
         :class:`FourPhaseResult`.
     """
+    check_bool("separate_qk", separate_qk)
+    check_bool("only_ih", only_ih)
+    check_int("n_points", n_points, minimum=2)
     _check_setting(alpha_star, w_star, L)
     check_range("sigma_init", sigma_init, 0.0, w_star, lo_open=True, hi_open=True)
     check_positive("t_max", t_max)
@@ -436,6 +455,7 @@ def plateau_rate(alpha_star: float, w_star: float, L: int, *, separate_qk: bool 
     ``r = 2 h*^2 w*^2 (1-w*^4)^{-2} / (L-2)`` (linearising App. C.2 at ``w = 0``, ``h = h* psi(w*^2)``); halved
     with ``separate_qk``. It carries the ``w*^2 / ((1+a)^2 L)`` of Thm 5.5 with an explicit constant.
     """
+    check_bool("separate_qk", separate_qk)
     _check_setting(alpha_star, w_star, L)
     _, h_star = targets_star(alpha_star)
     r = 2 * h_star**2 * w_star**2 * (1 - w_star**4) ** -2 / (L - 2)

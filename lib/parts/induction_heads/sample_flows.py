@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lib.config import check_in, check_int, check_positive
+from lib.config import check_array, check_in, check_int, check_positive, check_range
 from lib.flows import integrate_flow
 from lib.parts.induction_heads.four_phases import _check_setting, mixed_target, reparam_forward, targets_star
 
@@ -31,7 +31,9 @@ def ih_moments(w_values, X, w_star: float, *, softmax: str = "true", target: str
     check_in("softmax", softmax, ("true", "exp"))
     target = softmax if target is None else target
     check_in("target", target, ("true", "exp"))
-    X = np.asarray(X, dtype=float)
+    X = check_array("X", X)
+    check_array("w_values", w_values)
+    check_range("w_star", w_star, 0.0, 1 / np.sqrt(2), lo_open=True, hi_open=True)
     if X.ndim != 2 or X.shape[1] < 5:
         raise ValueError(f"X must have shape (N, L) with L >= 5, got {X.shape}")
     L = X.shape[1]

@@ -372,3 +372,10 @@ def test_illusion_and_major_after_minor_on_fig5_runs():
         deep_models.illusion_fraction(run, L, bump[:-1], prom)
     with pytest.raises(ValueError, match="b"):
         deep_models.major_after_minor(run, 40)
+
+
+def test_deep_linear_population_run_records_every_seed():
+    r = deep_models.deep_linear_population_run([1.0, 2.0], [0.1, 0.1], 3, 3, 4, n_seeds=2, lr=0.05, steps=50)
+    R = len(r["steps"])
+    assert r["output"].shape == (R, 2, 3) and r["ood_loss"].shape == r["train_loss"].shape == (R, 2)
+    assert not r["diverged"].any() and (r["train_loss"][-1] < r["train_loss"][0]).all()

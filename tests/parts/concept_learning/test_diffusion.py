@@ -6,6 +6,7 @@ import torch
 
 from lib.models.cnn import CNNConfig, ConceptCNN, concept_probs
 from lib.models.unet import CondUNet, UNetConfig, timestep_embedding
+from lib.parts.concept_learning import diffusion
 from lib.parts.concept_learning.diffusion import (
     Ensemble,
     VPSchedule,
@@ -172,3 +173,19 @@ def test_paper_scale_configuration_is_runnable():
     net = CondUNet(UNetConfig(channels=PAPER_SCALE_FIG6["channels"]))
     s = PAPER_SCALE_FIG6["image_size"]
     assert net(torch.randn(1, 3, s, s), torch.rand(1), torch.rand(1, 4)).shape == (1, 3, s, s)
+
+
+def test_experiment_runs_in_float32_whatever_the_default_dtype(float64_default):
+    _, acc = diffusion.train_concept_classifier(steps=2, n=4, deltas=[0.5])
+    assert acc.shape == (2,)
+    r = diffusion.concept_diffusion_experiment(deltas=(0.5,), seeds=(0,), n_per_class=8, steps=3, batch_size=4,
+                                               n_checkpoints=2, first_checkpoint=1, samples=2, sample_steps=2,
+                                               classifier_steps=2, channels=(8, 8))
+    assert r["concepts"].shape[:2] == (1, 1) and np.isfinite(r["concepts"]).all() and not r["diverged"].any()
+
+
+def test_concept_mse_and_learned_step():
+    assert diffusion.concept_mse(np.array([[1.0, 1.0], [0.0, 1.0]])).tolist() == [0.0, 1.0]
+    steps = np.array([10, 20, 40, 80, 160])
+    assert diffusion.learned_step(np.array([0.1, 0.2, 0.9, 0.95, 0.97]), steps, 0.8) == 40
+    assert diffusion.learned_step(np.array([0.1, 0.9, 0.1, 0.2, 0.1]), steps, 0.8) == np.inf  # one-checkpoint spike

@@ -87,7 +87,7 @@ def test_gd_converges_to_flow_first_order():
     errs = []
     for eta in (0.04, 0.02, 0.01):
         steps = int(round(4 / eta))
-        gd = sim_one_layer.one_layer_gd(MU, SIG, eta, steps, d=2)
+        gd = sim_one_layer.one_layer_gd(MU, SIG, eta, steps, d=2)["outputs"]
         flow = sim_one_layer.one_layer_flow(MU, SIG, eta * np.arange(steps + 1), d=2)
         errs.append(np.abs(gd - flow).max())
     ratios = np.array(errs[:-1]) / np.array(errs[1:])
@@ -221,3 +221,23 @@ def test_models_reject_bad_arguments():
         population_gd_deep_linear(ws2, np.eye(2), lr=0.1, steps=1, x_eval=np.ones((3, 1, 2)))
     with pytest.raises(ValueError, match="batch_size"):
         sgd_mlp_batched(torch.zeros(1, 4, 2), weights=[torch.zeros(1, 2, 2)], lr=0.1, steps=1, batch_size=0)
+
+
+def test_one_layer_gd_records_divergence_and_keeps_the_history():
+    fine = sim_one_layer.one_layer_gd(MU, SIG, 0.1, 50, d=2)
+    assert not fine["diverged"] and fine["diverged_step"] == -1 and np.isfinite(fine["outputs"]).all()
+    rate = sim_data.concept_rates(MU, SIG).max()
+    run = sim_one_layer.one_layer_gd(MU, SIG, 3.0 / rate, 2000, d=2)  # |1 - lr a| = 2: geometric blow-up
+    k = run["diverged_step"]
+    assert run["diverged"] and 0 < k < 2000
+    assert np.isfinite(run["outputs"][: k + 1]).all() and np.isnan(run["outputs"][k + 1 :]).all()
+
+
+def test_rate_sampling_std_matches_monte_carlo():
+    mu, sig, n = np.array([1.0, 2.0]), np.array([0.3, 0.5]), 50
+    s = mu.size
+    rng = np.random.default_rng(0)
+    # each cluster k: n points with x_k = mu_k + sig_k z, the other coordinate pure noise sig_j z
+    x = rng.standard_normal((4000, s, n, s)) * sig[None, None, None, :] + np.eye(s)[None, :, None, :] * mu
+    a_hat = (x**2).sum(axis=(1, 2)) / (s * n)  # (runs, s)
+    np.testing.assert_allclose(a_hat.std(axis=0), sim_one_layer.rate_sampling_std(mu, sig, n), rtol=0.08)

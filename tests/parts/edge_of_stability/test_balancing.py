@@ -148,3 +148,15 @@ def test_thm4_bound_values_and_arguments():
         balancing.thm4_bound(1, 1.2, 0.1)
     with pytest.raises(ValueError, match="eps"):
         balancing.thm4_bound(1, 1.05, 0.2)
+
+
+def test_single_neuron_runs_record_divergence_and_keep_the_history():
+    pop = balancing.run_single_neuron_population(np.array([1.1, 100.0]), 200)
+    assert list(pop["diverged"]) == [False, True] and pop["diverged_step"][0] == -1
+    k = pop["diverged_step"][1]
+    assert np.isfinite(pop["v"][: k + 1, 1]).all() and np.isnan(pop["v"][k + 1 :, 1]).all()
+    assert np.isfinite(pop["v"][:, 0]).all()
+    X = sphere.sample_sphere(50, 2, np.random.default_rng(0))
+    emp = balancing.run_single_neuron_empirical(X, 1e3, 100)
+    assert emp["diverged"] and 0 <= emp["diverged_step"] < 100
+    assert np.isnan(emp["loss"][-1]) and np.isfinite(emp["loss"][: emp["diverged_step"] + 1]).all()

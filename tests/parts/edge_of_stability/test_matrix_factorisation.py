@@ -13,7 +13,7 @@ from lib.data.sphere import sample_sphere
 from lib.models.mlp import ReLUMLP
 from lib.parts.edge_of_stability import beyond_low_dimension, matrix_factorisation, one_dimensional
 
-torch.set_default_dtype(torch.float64)
+pytestmark = pytest.mark.usefixtures("float64_default")
 
 
 # ------------------------------------------------------------------------------------------------ Eq. (8)
@@ -206,3 +206,20 @@ def test_fig6_run_reaches_the_rho_orbit_along_the_top_direction():
         assert check["top_move"] > 10 * run["eps"] and check["off_eps"] < 10
     with pytest.raises(ValueError, match="K"):
         matrix_factorisation.fig6_run(1, 1.0, 10, K=2.0)
+
+
+def test_mf_bifurcation_converges_below_the_line_and_oscillates_above():
+    bif = matrix_factorisation.mf_bifurcation(np.array([0.9, 1.3]), steps=3000, keep=8)
+    assert bif["sy"].shape == bif["sz"].shape == (2, 8) and not bif["diverged"].any()
+    assert np.ptp(bif["sy"][0]) < 1e-6 < np.ptp(bif["sy"][1])  # (1 + 0.2) K < 2 converges, > 2 oscillates
+    assert matrix_factorisation.line_holds(0.9, 0.18) and not matrix_factorisation.line_holds(1.3, 0.8)
+    with pytest.raises(ValueError, match="ratio|keep|steps"):
+        matrix_factorisation.mf_bifurcation(np.array([1.0]), keep=0)
+
+
+def test_mlp_eos_experiment_on_digits_returns_a_picklable_dict():
+    import pickle
+
+    out = beyond_low_dimension.mlp_eos_experiment(depth=2, lr=0.5, epochs=3)
+    assert "loss_fn" not in out and len(out["loss"]) >= 2 and out["eos_threshold"] == pytest.approx(4.0)
+    pickle.dumps(out)

@@ -119,3 +119,55 @@ def test_ih_moments_exp_matches_closed_form_roughly():
     EA2, EAT, ET2 = sample_flows.ih_moments([0.3], X, 0.49, softmax="exp")
     mc = sample_flows.ih_loss_from_moments(0.4, 1.0, EA2, EAT, ET2)[0]
     assert mc == pytest.approx(float(four_phases.loss_ih(0.3, 0.4, 1.0, 0.49, 40)), rel=0.15)
+
+
+# ------------------------------------------------------------------ the flows and rates the chapters call directly
+def test_stage1_flow_follows_its_right_hand_side():
+    t, pt = four_phases.stage1_flow(50, 0.01, 1.0, 1e4, n_points=40)
+    assert t.shape == pt.shape == (41,) and np.isfinite(pt).all() and pt[0] == pytest.approx(0.01)
+    rhs = four_phases.stage1_rhs(50, 0.01, 1.0)
+    mid = len(t) // 2
+    slope = (pt[mid + 1] - pt[mid - 1]) / (t[mid + 1] - t[mid - 1])
+    assert slope == pytest.approx(float(np.ravel(rhs(t[mid], [pt[mid]]))[0]), rel=0.1, abs=1e-9)
+
+
+def test_plateau_scale_half_w_time_and_lyapunov_functions():
+    a, ws, L, s = 1.0, 0.49, 20, 0.01
+    assert four_phases.plateau_time_scale(a, ws, L, s) == pytest.approx((1 + a) ** 2 * L * np.log(1 / s) / ws**2)
+    res = four_phases.four_phase_dynamics(a, ws, L, s, 3000.0, n_points=300)
+    t_half = four_phases.predicted_half_w_time(res)
+    assert np.isfinite(t_half) and t_half > res.events["T_o"]
+    ly = convergence.lyapunov_rates(res)
+    assert set(ly) == {"G4", "dG4", "Gih", "dGih"} and (ly["dG4"] <= 1e-12).all()
+    g_star, h_star = four_phases.targets_star(a)
+    assert convergence.lyapunov_ih(ws, h_star, a, ws) == pytest.approx(0.0, abs=1e-12)
+    assert convergence.lyapunov_g4(50.0, g_star, a) == pytest.approx(0.0, abs=1e-12)
+    assert convergence.lyapunov_ih(0.1, 0.1, a, ws) > 0 and convergence.lyapunov_g4(0.0, 0.0, a) > 0
+
+
+def test_ih_linear_rate_is_positive_and_falls_like_one_over_L():
+    r1, r2 = convergence.ih_linear_rate(1.0, 0.49, 500), convergence.ih_linear_rate(1.0, 0.49, 1000)
+    assert r1 > 0 and r2 > 0 and r1 / r2 == pytest.approx(2.0, rel=0.1)
+    assert convergence.ih_linear_rate(1.0, 0.49, 1000, separate_qk=True) < r2
+
+
+def test_balance_flow_conserves_wq2_minus_wk2():
+    t, wq, wk, h = convergence.balance_flow(0.02, 0.005, 0.01, 1.0, 0.49, 20, 2000.0, n_points=50)
+    assert t.shape == (51,) and np.isfinite(h).all()
+    np.testing.assert_allclose(wq**2 - wk**2, 0.02**2 - 0.005**2, rtol=1e-5, atol=1e-10)
+
+
+def test_sample_flow_and_online_sgd_run_and_learn():
+    X = np.random.default_rng(0).standard_normal((200, 20))
+    t, w, h, loss = sample_flows.ih_sample_flow(X, 1.0, 0.49, 0.01, 3e3, n_points=30, n_grid=16)
+    assert t.shape == w.shape == h.shape == loss.shape == (31,) and loss[-1] < loss[0]
+    with pytest.raises(ValueError, match="softmax"):
+        sample_flows.ih_sample_flow(X, 1.0, 0.49, 0.01, 3e3, softmax="bogus")
+    out = sample_flows.online_sgd_reparam(alpha_star=1.0, w_star=0.49, L=20, sigma_init=0.01, steps=20, batch=16,
+                                          lr_4gram=1.0, lr_ih=1.0, separate_qk=True, seeds=[0, 1], eval_size=64,
+                                          record_every=10)
+    assert out["loss_ih"].shape == (2, len(out["step"])) and np.isfinite(out["loss_ih"]).all()
+    assert {"wq", "wk"} <= set(out)
+    with pytest.raises(ValueError, match="seeds"):
+        sample_flows.online_sgd_reparam(alpha_star=1.0, w_star=0.49, L=20, sigma_init=0.01, steps=2, batch=4,
+                                        lr_4gram=1.0, lr_ih=1.0, separate_qk=False, seeds=[])

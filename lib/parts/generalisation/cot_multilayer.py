@@ -1,0 +1,114 @@
+"""Fig 7.7 of the thesis: does a deeper, multi-head transformer trained on CoT prompts attend like Proposition 3?
+
+A three-layer, two-head causal transformer (:mod:`lib.models.transformer`, pre-LayerNorm, FFN, no relative
+positions) reads the CoT training prompts of eq. (7.1) as a sequence of columns (the thesis's positional codes
+``c_k`` inside each column) and is trained with Adam on the squared loss of the output at the query column. The
+thesis gives no architecture details; these are the book's choices. The attention masses on the four key types
+of Fig 7.6 are measured, for every layer and head, on CoT test prompts whose query block holds the true earlier
+steps (teacher forcing), at stored iterations along training.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from lib import curves
+from lib.config import check_int, check_positive
+from lib.data import prompts
+from lib.models.transformer import Transformer, TransformerConfig
+from lib.parts.generalisation.chain_of_thought import cot_training_batch, sample_test_prompts
+from lib.train import train
+
+__all__ = ["multilayer_cot_model", "train_multilayer_cot"]
+
+
+def multilayer_cot_model(d: int, n_steps: int, *, d_model: int = 64, n_layers: int = 3, n_heads: int = 2,
+                         seed: int = 0) -> Transformer:
+    """The causal transformer of Fig 7.7: columns of ``2 d + K`` entries in, ``d`` out, strict causality (a
+    column never attends to itself, as in eq. 7.2).
+    """
+    check_int("d", d, minimum=1)
+    check_int("n_steps", n_steps, minimum=1)
+    torch.manual_seed(seed)
+    cfg = TransformerConfig(d_in=2 * d + n_steps, d_model=d_model, n_layers=n_layers, n_heads=n_heads, rpe="none",
+                            causal="strict", ffn=True, layer_norm=True, d_out=d, bias=True)
+    return Transformer(cfg)
+
+
+def _query_position(valid: torch.Tensor, n_context: int) -> torch.Tensor:
+    return n_context + valid[:, n_context:].sum(1)
+
+
+def train_multilayer_cot(*, d: int = 30, n_patterns: int = 20, n_steps: int = 2, n_examples: int = 10,
+                         alpha: float = 0.4, batch: int = 64, lr: float = 1e-3, steps: int = 1000,
+                         checkpoints=(), n_test: int = 100, d_model: int = 64, n_layers: int = 3, n_heads: int = 2,
+                         seed: int = 0) -> dict:
+    """Train the transformer of Fig 7.7 with Adam on CoT prompts and record the attention masses.
+
+    Args:
+        d, n_patterns, n_steps, n_examples, alpha: the prompt settings (``d_X``, ``M``, ``K``, ``l_tr``, ``alpha``).
+        batch, lr, steps: Adam batch, step size and iterations.
+        checkpoints: iterations at which the masses are measured (step 0 and the last are added).
+        n_test: CoT test prompts (10 TSR patterns, ``alpha' = 0.8``, ``tau = 0.5``, ``rho = 0.8``, noise 0.2,
+            ``l_ts = n_examples``).
+        d_model, n_layers, n_heads: the architecture.
+        seed: seeds initialisation, training and test prompts.
+
+    Returns:
+        dict with ``checkpoints``, ``masses`` ``(n_ckpt, layers, heads, 4)`` (types as in
+        ``chain_of_thought.TYPE_NAMES``), ``step`` and ``loss`` (at the checkpoints) and ``diverged``.
+    """
+    check_int("steps", steps, minimum=1)
+    check_positive("lr", lr)
+    check_int("n_test", n_test, minimum=1)
+    model = multilayer_cot_model(d, n_steps, d_model=d_model, n_layers=n_layers, n_heads=n_heads, seed=seed)
+    n_ctx = n_examples * n_steps
+    tsr, idx, tokens, truth, _ = sample_test_prompts(n_test, n_examples, 0.8, 0.5, 0.8, "distractor", d,
+                                                     n_patterns, 10, n_steps, 0.2, seed + 7)
+    truth_tokens = tsr[truth]  # the query block holds the clean TSR patterns of the true chain
+    ckpts = sorted({int(c) for c in checkpoints if 0 <= int(c) <= steps} | {0, steps})
+    masses = {}
+
+    def batch_fn(step, generator):
+        return cot_training_batch(batch, n_examples=n_examples, alpha=alpha, n_patterns=n_patterns, d=d,
+                                  n_steps=n_steps, generator=generator)
+
+    def loss_fn(m, b):
+        pos = _query_position(b["valid"], n_ctx)
+        out = m(b["keys"])[torch.arange(b["keys"].shape[0]), pos]
+        return 0.5 * ((out - b["target"]) ** 2).sum(-1).mean()
+
+    def record(m, step):
+        if step in ckpts:
+            masses[step] = _masses(m, tokens, idx, truth, truth_tokens, n_steps)
+        return {}
+
+    res = train(model, loss_fn, lr=lr, steps=steps, optimizer="adam", batch_fn=batch_fn, record=record,
+                record_every=ckpts, generator=torch.Generator().manual_seed(seed + 1), progress=False)
+    keep = [c for c in ckpts if c in masses]
+    return {"checkpoints": np.array(keep), "masses": np.stack([masses[c] for c in keep]),
+            "step": np.asarray(res.history["step"]), "loss": np.asarray(res.history["loss"]),
+            "diverged": bool(res.diverged)}
+
+
+def _masses(model, tokens, idx, truth, truth_tokens, n_steps):
+    """``(layers, heads, 4)`` mean attention masses of the query columns (steps averaged); the query block is
+    built from the clean TSR tokens of the true chain."""
+    n, n_ex = idx.shape[:2]
+    ctx = prompts.cot_columns(tokens)
+    ctx_in = idx[:, :, :-1].reshape(n, -1)
+    ctx_step = torch.arange(n_steps).repeat(n_ex).expand(n, -1)
+    out = []
+    for k in range(1, n_steps + 1):
+        qcols, _ = prompts.query_columns(truth_tokens, torch.full((n,), k), n_steps)
+        pos = ctx.shape[1] + k - 1
+        with torch.no_grad():
+            model(torch.cat([ctx, qcols], dim=1))
+        key_in = torch.cat([ctx_in, truth[:, :k - 1]], dim=1)
+        key_step = torch.cat([ctx_step, torch.arange(k - 1).expand(n, -1)], dim=1)
+        same_p = (key_in == truth[:, k - 1:k]).numpy()[:, None]
+        same_s = (key_step == k - 1).numpy()[:, None]
+        out.append(np.stack([curves.attention_mass_by_type(a[:, :, pos, :pos].numpy(), same_p, same_s).mean(0)
+                             for a in model.attention_maps]))
+    return np.mean(out, axis=0)

@@ -1,0 +1,354 @@
+"""GCNs trained with graph topology sampling (H. Li's thesis, chapter 5 and appendix D).
+
+A three-layer GCN (5.4) (:class:`lib.models.gcn.GCN3`) is trained by full-batch Adam on the labelled nodes
+:math:`\\Omega` of a two-degree-group graph, with a freshly sampled aggregation matrix :math:`A^s` in each layer at
+each step (the group sampler of Section 5.3.2 or FastGCN, :mod:`lib.graphs.sampling`), and tested on the other
+nodes with the effective adjacency :math:`A^*` (Section 5.3.3). Labels come from the teacher (5.20)
+:math:`y = (\\sin(\\hat AXW^*)\\odot\\tanh(\\hat AXW^*))C^*`.
+
+Runs that share a graph and a sampler (several label sets :math:`\\Omega`, several teachers, several seeds) are
+trained together as the copies of one :class:`~lib.models.gcn.GCN3`: one sparse product per layer for all of
+them, and one sampled matrix per layer and step shared by all copies.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from lib.config import check_in, check_int, check_positive, check_range
+from lib.graphs import sampling
+from lib.models.gcn import GCN3
+from lib.train import train
+
+
+def sin_tanh_labels(A_hat: torch.Tensor, X: torch.Tensor, W_star: torch.Tensor, C_star: torch.Tensor) -> torch.Tensor:
+    """The teacher (5.20): :math:`Y = (\\sin(\\hat A X W^*) \\odot \\tanh(\\hat A X W^*))\\,C^*`.
+
+    Args:
+        A_hat: sparse (N, N) aggregation matrix of the teacher.
+        X: features (N, d).
+        W_star: (d, p).
+        C_star: (p, K).
+
+    Returns:
+        Labels (N, K).
+    """
+    if X.dim() != 2 or W_star.dim() != 2 or C_star.dim() != 2:
+        raise ValueError("X, W_star and C_star must be 2-d")
+    if X.shape[1] != W_star.shape[0] or W_star.shape[1] != C_star.shape[0] or A_hat.shape[1] != X.shape[0]:
+        raise ValueError(
+            f"shapes do not chain: A_hat {tuple(A_hat.shape)}, X {tuple(X.shape)}, "
+            f"W_star {tuple(W_star.shape)}, C_star {tuple(C_star.shape)}"
+        )
+    h = torch.sparse.mm(A_hat, X @ W_star)
+    return (torch.sin(h) * torch.tanh(h)) @ C_star
+
+
+def relative_mse(pred: torch.Tensor, Y: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Relative test MSE :math:`\\|\\hat Y - Y\\|^2 / \\|Y - \\bar Y\\|^2` over the nodes of ``mask``, per copy.
+
+    Args:
+        pred, Y: (copies, N, K).
+        mask: bool (copies, N).
+
+    Returns:
+        (copies,) tensor; 1 is the error of predicting the mean label.
+    """
+    m = mask.to(pred.dtype)[..., None]
+    mean = (Y * m).sum(1, keepdim=True) / m.sum(1, keepdim=True)
+    return ((pred - Y) ** 2 * m).sum((1, 2)) / ((Y - mean) ** 2 * m).sum((1, 2))
+
+
+def label_masks(n: int, sizes, seeds, *, generator_seed: int = 0) -> torch.Tensor:
+    """Random labelled sets :math:`\\Omega`: one bool row per (size, seed) pair, sizes outer, seeds inner.
+
+    Args:
+        n: number of nodes.
+        sizes: the sizes :math:`|\\Omega|` (each in [1, n-1]).
+        seeds: one integer seed per repeat.
+        generator_seed: offset added to every seed.
+
+    Returns:
+        bool tensor (len(sizes) * len(seeds), n).
+    """
+    check_int("n", n, minimum=2)
+    rows = []
+    for s in sizes:
+        check_int("sizes", s, minimum=1, maximum=n - 1)
+        for seed in seeds:
+            g = torch.Generator().manual_seed(int(seed) + generator_seed)
+            row = torch.zeros(n, dtype=torch.bool)
+            row[torch.randperm(n, generator=g)[:s]] = True
+            rows.append(row)
+    return torch.stack(rows)
+
+
+def two_group_problem(sizes, degrees, *, d: int = 10, p: int = 10, k_out: int = 2, seed: int = 0) -> dict:
+    """A two-degree-group graph (:func:`lib.graphs.sampling.degree_group_graph`), its normalised adjacency and the
+    features and teacher weights of Section 5.4 (all entries :math:`\\mathcal N(0,1)`).
+
+    Returns:
+        dict with ``A`` (sparse), ``groups``, ``X`` (N, d), ``W_star`` (d, p), ``C_star`` (p, k_out),
+        ``sizes``, ``degrees`` and the realised mean degree per group ``mean_degree``.
+    """
+    for name, v in (("d", d), ("p", p), ("k_out", k_out)):
+        check_int(name, v, minimum=1)
+    edges, groups = sampling.degree_group_graph(sizes, degrees, seed=seed)
+    n = len(groups)
+    A = sampling.gcn_adjacency(edges, n)
+    deg = np.bincount(edges.ravel(), minlength=n)
+    g = torch.Generator().manual_seed(seed + 1)
+    return {
+        "A": A,
+        "groups": groups,
+        "sizes": tuple(sizes),
+        "degrees": tuple(degrees),
+        "mean_degree": np.array([deg[groups == i].mean() for i in range(len(sizes))]),
+        "X": torch.randn(n, d, generator=g),
+        "W_star": torch.randn(d, p, generator=g),
+        "C_star": torch.randn(p, k_out, generator=g),
+    }
+
+
+def train_sampled_gcn(
+    problem: dict,
+    Y: torch.Tensor,
+    masks: torch.Tensor,
+    *,
+    sampler: str = "group",
+    p_star=(1.0, 1.0),
+    keep: float = 0.9,
+    m: int = 32,
+    steps: int = 300,
+    lr: float = 1e-3,
+    seed: int = 0,
+) -> dict:
+    """Train ``copies`` GCNs (5.4) by full-batch Adam with topology sampling; test on the unlabelled nodes.
+
+    Each step draws three independent sampled matrices (one per layer, the general setting of Section 5.3.2)
+    from ``sampler`` and hands them to :func:`lib.train.train` as the step's batch. The loss is the mean squared
+    error over each copy's labelled nodes, summed over copies. Prediction uses the sampler's mean matrix
+    (:math:`A^*` for the group sampler, ``A`` for FastGCN).
+
+    Args:
+        problem: from :func:`two_group_problem`.
+        Y: labels (copies, N, K) (or (N, K), shared by all copies).
+        masks: bool (copies, N): the labelled set :math:`\\Omega` of each copy.
+        sampler: ``"group"`` (:class:`~lib.graphs.sampling.GroupSampler` with ``p_star``, ``keep``), ``"fastgcn"``
+            (:class:`~lib.graphs.sampling.FastGCNSampler` with ``t = keep * N``) or ``"none"`` (train with ``A P^*``).
+        p_star: the group sampler's :math:`(p^*_1, p^*_2)`.
+        keep: the kept fraction :math:`S_l/N_l` in (0, 1].
+        m: hidden width :math:`m_1 = m_2` (>= 1).
+        steps: Adam steps (>= 1).
+        lr: learning rate (> 0).
+        seed: seed of the initialisation and of the sampling.
+
+    Returns:
+        dict with ``test_error`` and ``train_error`` (copies,) relative MSEs, ``loss`` (the recorded loss curve),
+        ``diverged`` and ``diverged_step`` (-1 if it did not diverge).
+    """
+    check_in("sampler", sampler, ("group", "fastgcn", "none"))
+    check_int("m", m, minimum=1)
+    check_int("steps", steps, minimum=1)
+    check_positive("lr", lr)
+    check_range("keep", keep, 0.0, 1.0, lo_open=True)
+    A, X = problem["A"], problem["X"]
+    if masks.dim() != 2 or masks.shape[1] != A.shape[0]:
+        raise ValueError(f"masks must have shape (copies, {A.shape[0]}), got {tuple(masks.shape)}")
+    copies = masks.shape[0]
+    Y = Y.expand(copies, *Y.shape[-2:]) if Y.dim() == 2 else Y
+    if Y.shape[:2] != masks.shape:
+        raise ValueError(f"Y must have shape (copies, N, K) matching masks {tuple(masks.shape)}, got {tuple(Y.shape)}")
+    if sampler == "none":
+        A_star = sampling.effective_adjacency(A, problem["groups"], p_star)
+        draw, A_pred = (lambda g: (A_star, A_star, A_star)), A_star
+    else:
+        s = sampling.sampler_by_name(sampler, A, problem["groups"], p_star, keep)
+        draw, A_pred = (lambda g: tuple(s.sample(g) for _ in range(3))), s.effective
+    model = GCN3(X.shape[1], m, m, Y.shape[-1], copies=copies, generator=torch.Generator().manual_seed(seed))
+    w = masks.to(X.dtype)[..., None] / masks.sum(1).to(X.dtype)[:, None, None]
+
+    def loss_fn(net, adjs):
+        return (((net(adjs, X) - Y) ** 2) * w).sum() / Y.shape[-1]
+
+    res = train(
+        model,
+        loss_fn,
+        lr=lr,
+        steps=steps,
+        optimizer="adam",
+        batch_fn=lambda step, g: draw(g),
+        generator=torch.Generator().manual_seed(seed + 12345),
+        record_every=max(1, steps // 50),
+        progress=False,
+    )
+    with torch.no_grad():
+        pred = model(A_pred, X)
+        test = relative_mse(pred, Y, ~masks)
+        fit = relative_mse(pred, Y, masks)
+    return {
+        "test_error": test.numpy(),
+        "train_error": fit.numpy(),
+        "loss": np.asarray(res.history["loss"]),
+        "diverged": bool(res.diverged),
+        "diverged_step": -1 if res.diverged_step is None else int(res.diverged_step),
+    }
+
+
+def sampling_spread(problem: dict, p_star, keeps, *, draws: int = 200, seed: int = 0) -> dict:
+    """Monte-Carlo check of :math:`\\mathbb E[A^s] = A^*` and of the spread :math:`\\|A^s - A^*\\|_\\infty` (5.10).
+
+    Args:
+        problem: from :func:`two_group_problem`.
+        p_star: :math:`(p^*_1, p^*_2)`.
+        keeps: kept fractions :math:`S_l/N_l` to try, each in (0, 1].
+        draws: sampled matrices per kept fraction (>= 2).
+        seed: seed of the sampling.
+
+    Returns:
+        dict of arrays over ``keeps``: ``spread`` (mean of :math:`\\|A^s-A^*\\|_\\infty`), ``within_3se`` (the
+        fraction of nodes whose Monte-Carlo mean of :math:`P^s_{ii}` is within 3 standard errors of :math:`p^*_l`; since
+        :math:`A^s = AP^s` this checks :math:`\\mathbb E[A^s] = A^*`), ``inf_star`` (:math:`\\|A^*\\|_\\infty`).
+    """
+    check_int("draws", draws, minimum=2)
+    A, groups = problem["A"], problem["groups"]
+    g = torch.Generator().manual_seed(seed)
+    spread, within = [], []
+    for keep in keeps:
+        s = sampling.GroupSampler(A, groups, p_star, keep)
+        star = s.effective.values().double()
+        cols = A.indices()
+        diag = torch.stack([s.diagonal(g).double() for _ in range(draws)])  # (draws, N)
+        vals = diag[:, cols[1]] * A.values().double()  # the values of A^s = A P^s, draw by draw
+        rows = torch.zeros(draws, A.shape[0], dtype=torch.float64).index_add_(1, cols[0], (vals - star).abs())
+        spread.append(float(rows.max(1).values.mean()))
+        # E[A^s] = A E[P^s], so the check is on the diagonal of P^s, node by node
+        target = torch.as_tensor(np.asarray(p_star, dtype=float)[groups])
+        se = diag.std(0) / draws**0.5
+        dev = (diag.mean(0) - target).abs()
+        within.append(float(torch.where(se > 0, dev <= 3 * se, dev <= 1e-6).double().mean()))
+    inf_star = sampling.inf_norm(sampling.effective_adjacency(A, groups, p_star))
+    return {
+        "keeps": np.asarray(keeps, dtype=float),
+        "spread": np.array(spread),
+        "within_3se": np.array(within),
+        "inf_star": inf_star,
+    }
+
+
+def omega_width_sweep(
+    *,
+    sizes,
+    degree_pairs,
+    p_star,
+    omegas,
+    widths,
+    omega_fixed: int,
+    m: int,
+    steps: int,
+    lr: float,
+    seeds,
+    keep: float = 0.9,
+    graph_seed: int = 0,
+) -> dict:
+    """Figs 5.1 and 5.2: test error against :math:`|\\Omega|` (width ``m``) and against the width (fixed
+    :math:`|\\Omega|`), one graph per degree pair, teacher (5.20) on :math:`\\hat A = A^* = AP^*`.
+
+    All :math:`|\\Omega|` and seeds of one graph train together (one batched run); each width is one run with
+    the seeds batched.
+
+    Returns:
+        dict with ``inf_star`` (G,) :math:`\\|A^*\\|_\\infty`, ``h_std`` (G,) the spread of the teacher's
+        pre-activation :math:`A^*XW^*`, ``err_omega`` (G, len(omegas), len(seeds)), ``err_width``
+        (G, len(widths), len(seeds)) relative test MSEs, and ``diverged`` (number of diverged runs).
+    """
+    inf_star, h_std, err_omega, err_width, diverged = [], [], [], [], 0
+    for degrees in degree_pairs:
+        pr = two_group_problem(sizes, degrees, seed=graph_seed)
+        n = pr["A"].shape[0]
+        A_star = sampling.effective_adjacency(pr["A"], pr["groups"], p_star)
+        Y = sin_tanh_labels(A_star, pr["X"], pr["W_star"], pr["C_star"])
+        inf_star.append(sampling.inf_norm(A_star))
+        h_std.append(float(torch.sparse.mm(A_star, pr["X"] @ pr["W_star"]).std()))
+        r = train_sampled_gcn(
+            pr,
+            Y,
+            label_masks(n, omegas, seeds),
+            sampler="group",
+            p_star=p_star,
+            keep=keep,
+            m=m,
+            steps=steps,
+            lr=lr,
+            seed=graph_seed,
+        )
+        err_omega.append(r["test_error"].reshape(len(omegas), len(seeds)))
+        diverged += int(r["diverged"])
+        row = []
+        for width in widths:
+            r = train_sampled_gcn(
+                pr,
+                Y,
+                label_masks(n, (omega_fixed,), seeds),
+                sampler="group",
+                p_star=p_star,
+                keep=keep,
+                m=width,
+                steps=steps,
+                lr=lr,
+                seed=graph_seed,
+            )
+            row.append(r["test_error"])
+            diverged += int(r["diverged"])
+        err_width.append(np.stack(row))
+    return {
+        "inf_star": np.array(inf_star),
+        "h_std": np.array(h_std),
+        "err_omega": np.stack(err_omega),
+        "err_width": np.stack(err_width),
+        "diverged": diverged,
+    }
+
+
+def which_target_sweep(
+    *,
+    sizes,
+    degrees,
+    p_star,
+    datasets,
+    samplers,
+    omega: int,
+    m: int,
+    steps: int,
+    lr: float,
+    seeds,
+    keep: float = 0.9,
+    graph_seed: int = 0,
+) -> dict:
+    """Figs 5.3 and 5.4: the test error of GCNs trained with each sampler on teachers (5.20) built on
+    :math:`\\hat A = A\\hat P` for each dataset :math:`(\\hat p_1, \\hat p_2)` in ``datasets``.
+
+    The datasets and seeds of one sampler train together (one batched run, one sampled matrix per layer and step
+    shared by all copies).
+
+    Returns:
+        dict with ``err`` (len(samplers), len(datasets), len(seeds)) relative test MSEs, ``psi`` (5.9) of the
+        graph and ``diverged`` (number of diverged runs).
+    """
+    pr = two_group_problem(sizes, degrees, seed=graph_seed)
+    n = pr["A"].shape[0]
+    Ys = [
+        sin_tanh_labels(sampling.effective_adjacency(pr["A"], pr["groups"], ph), pr["X"], pr["W_star"], pr["C_star"])
+        for ph in datasets
+    ]
+    Y = torch.stack(Ys).repeat_interleave(len(seeds), 0)
+    masks = label_masks(n, (omega,), seeds).repeat(len(datasets), 1)
+    err, diverged = [], 0
+    for name in samplers:
+        r = train_sampled_gcn(
+            pr, Y, masks, sampler=name, p_star=p_star, keep=keep, m=m, steps=steps, lr=lr, seed=graph_seed
+        )
+        err.append(r["test_error"].reshape(len(datasets), len(seeds)))
+        diverged += int(r["diverged"])
+    return {"err": np.stack(err), "psi": sampling.group_psi(sizes, degrees), "diverged": diverged}

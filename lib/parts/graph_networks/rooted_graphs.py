@@ -1,0 +1,175 @@
+"""Rooted graphs (section 2.5 and appendices A.6-A.9 of Chen's thesis): how many classes of rooted graphs
+depth-:math:`K` GNNs and GA-MLPs tell apart, on full :math:`m`-ary trees (exactly) and on whole graphs (Table 2.1).
+
+* Closed forms (ours, checked against enumeration): on full :math:`m`-ary depth-:math:`K` trees with binary
+  features, the root's 1-WL colour takes :math:`c_K` values with :math:`c_0=2`,
+  :math:`c_K=2\\binom{c_{K-1}+m-1}{m}` (:func:`gnn_tree_classes`), while the GA-MLP-:math:`A` features
+  :math:`((A^kx)_{\\rm root})_{k\\le K}` take :math:`\\prod_{k\\le K}(m^k+1)` values (:func:`gamlp_tree_classes`):
+  they only see the number of blue nodes per level.
+* :func:`aggregation_tree_count`: the exact size of the set of Lemma A.6, against its bound
+  :math:`(m-1)^{2^K-1}`.
+* :func:`enumerate_trees`: every binary labelling of a full :math:`m`-ary tree with its GNN class (root WL colour),
+  GA-MLP class and attributed walk counts, for Props 2.6 and 2.7.
+"""
+
+from __future__ import annotations
+
+from math import comb
+
+import networkx as nx
+import numpy as np
+
+from lib.config import check_int
+from lib.graphs.equivalence import equivalence_classes
+from lib.graphs.generators import full_mary_tree, tree_labellings
+from lib.graphs.operators import adjacency, propagate
+from lib.graphs.wl import wl_colours_batch
+
+
+def gnn_tree_classes(m: int, K: int) -> int:
+    """:math:`c_K` with :math:`c_0=2`, :math:`c_K=2\\binom{c_{K-1}+m-1}{m}`: the number of binary-labelled full
+    ``m``-ary depth-``K`` rooted trees up to isomorphism (a root feature times a multiset of ``m`` subtrees)."""
+    check_int("m", m, minimum=1)
+    check_int("K", K, minimum=0)
+    c = 2
+    for _ in range(K):
+        c = 2 * comb(c + m - 1, m)
+    return c
+
+
+def gamlp_tree_classes(m: int, K: int) -> int:
+    """:math:`\\prod_{k=0}^K(m^k+1)`: the number of per-level counts of blue nodes of a full ``m``-ary depth-``K``
+    tree with binary features."""
+    check_int("m", m, minimum=1)
+    check_int("K", K, minimum=0)
+    out = 1
+    for k in range(K + 1):
+        out *= m**k + 1
+    return out
+
+
+def aggregation_tree_count(m: int, K: int) -> int:
+    """The number of depth-``K`` rooted aggregation trees with binary features in which every non-leaf node has
+    exactly ``m`` children (the set :math:`\\mathcal T^A_{m,K,\\{0,1\\}}` of Lemma A.6), counted exactly.
+
+    A non-root, non-leaf node must have a child with its parent's feature (the parent reappears among the
+    children when the GNN unrolls a graph). With :math:`N_k(x, p)` the number of valid subtrees of height
+    :math:`k` whose root has feature :math:`x` and parent feature :math:`p`, and :math:`U=N_{k-1}(0,x)+N_{k-1}(1,x)`,
+    :math:`N_k(x,p)=\\binom{U+m-1}{m}-\\binom{N_{k-1}(1-p,x)+m-1}{m}`; the root has no constraint."""
+    check_int("m", m, minimum=1)
+    check_int("K", K, minimum=0)
+    if K == 0:
+        return 2
+    N = {(x, p): 1 for x in (0, 1) for p in (0, 1)}  # height 0: leaves
+    for _ in range(K - 1):
+        N = {(x, p): comb(N[0, x] + N[1, x] + m - 1, m) - comb(N[1 - p, x] + m - 1, m)
+             for x in (0, 1) for p in (0, 1)}
+    return sum(comb(N[0, x] + N[1, x] + m - 1, m) for x in (0, 1))
+
+
+def lemma_a6_bound(m: int, K: int) -> int:
+    """The lower bound :math:`(m-1)^{2^K-1}` of Lemma A.6 (the last line of its proof prints :math:`2^{K-1}`)."""
+    check_int("m", m, minimum=2)
+    check_int("K", K, minimum=0)
+    return (m - 1) ** (2**K - 1)
+
+
+def tree_walk_counts(m: int, K: int, labels: np.ndarray, pattern) -> np.ndarray:
+    """:math:`|\\mathcal W_k(T^{[\\rm root]};(x_1,\\dots,x_k))|` for every labelling (rows of ``labels``, shape
+    ``(N, n)``) of the full ``m``-ary depth-``K`` tree, walks in the tree as a graph (backtracking allowed)."""
+    T = full_mary_tree(m, K)
+    A = adjacency(T)
+    labels = np.asarray(labels, dtype=np.int64)
+    c = np.ones(labels.shape[::-1], dtype=np.int64)  # (n, N)
+    for x in reversed(list(pattern)):
+        c = A @ ((labels.T == int(x)) * c)
+    return c[0]
+
+
+def enumerate_trees(m: int, K: int, *, pattern=None) -> dict:
+    """Every binary labelling of the full ``m``-ary depth-``K`` tree with its classes at the root.
+
+    Returns:
+        dict with ``labels`` (N, n); ``gnn`` (N,) the root's 1-WL colour after ``K`` rounds; ``gamlp`` (N,) the
+        index of the distinct root GA-MLP-:math:`A` feature :math:`((A^kx)_{\\rm root})_{k\\le K}`; ``levels``
+        (N, K+1) the number of blue (feature 0) nodes per level; ``walks`` (N,) the attributed walk counts of
+        ``pattern`` from the root (when given); ``n_gnn``, ``n_gamlp`` the class counts.
+    """
+    check_int("m", m, minimum=1)
+    check_int("K", K, minimum=0)
+    T = full_mary_tree(m, K)
+    L = tree_labellings(m, K)
+    gnn = wl_colours_batch(T, L, K)[K][:, 0]
+    stack = propagate(adjacency(T), L.T, K)[:, 0, :].T  # (N, K+1)
+    _, gamlp = np.unique(stack, axis=0, return_inverse=True)
+    level = np.array([T.nodes[i]["level"] for i in range(T.number_of_nodes())])
+    levels = np.stack([(L[:, level == k] == 0).sum(1) for k in range(K + 1)], axis=1)
+    out = dict(labels=L, gnn=gnn, gamlp=gamlp.reshape(-1), levels=levels,
+               n_gnn=len(np.unique(gnn)), n_gamlp=int(gamlp.max()) + 1)
+    if pattern is not None:
+        out["walks"] = tree_walk_counts(m, K, L, pattern)
+    return out
+
+
+def per_class_spread(outer: np.ndarray, inner: np.ndarray) -> np.ndarray:
+    """For every class of ``outer`` (integer keys, shape (N,)), the number of distinct ``inner`` values in it."""
+    pairs = np.unique(np.stack([np.asarray(outer), np.asarray(inner)], axis=1), axis=0)
+    _, counts = np.unique(pairs[:, 0], return_counts=True)
+    return counts
+
+
+def rooted_class_counts(G, Ks) -> list[tuple[int, int]]:
+    """``[(GNN classes, GA-MLP-A classes)]`` of the nodes of ``G`` (features removed) for every depth in ``Ks``
+    (the rows of Table 2.1)."""
+    return [(equivalence_classes(G, None, int(K), "gnn"), equivalence_classes(G, None, int(K), "gamlp")) for K in Ks]
+
+
+def tree_layout(T) -> dict:
+    """Positions for drawing a rooted tree (root 0 on top, levels from the ``"level"`` attribute or BFS)."""
+    depth = nx.single_source_shortest_path_length(T, 0)
+    by_level: dict[int, list] = {}
+    for v in sorted(T.nodes, key=lambda v: (depth[v], v)):
+        by_level.setdefault(depth[v], []).append(v)
+    pos = {}
+    for d, nodes in by_level.items():
+        for j, v in enumerate(nodes):
+            pos[v] = ((j + 0.5) / len(nodes), -d)
+    return pos
+
+
+def draw_labelled_tree(ax, T, x, *, colours=("tab:blue", "tab:green"), title: str = "", pos=None) -> None:
+    """Draw a rooted tree with nodes coloured by binary features ``x`` (shape (n,) or (n, 1))."""
+    x = np.asarray(x).reshape(-1)
+    pos = tree_layout(T) if pos is None else pos
+    nx.draw_networkx_edges(T, pos, ax=ax, edge_color="0.5")
+    nx.draw_networkx_nodes(T, pos, ax=ax, node_color=[colours[int(v)] for v in x], node_size=260,
+                           edgecolors="k", linewidths=0.6)
+    ax.set_title(title, fontsize=9)
+    ax.axis("off")
+
+
+def draw_graph_rooted(ax, G, root: int, *, title: str = "", pos=None) -> None:
+    """Draw a graph with its root node highlighted."""
+    pos = nx.circular_layout(G) if pos is None else pos
+    nx.draw_networkx_edges(G, pos, ax=ax, edge_color="0.5")
+    cols = ["tab:red" if v == root else "0.85" for v in G.nodes]
+    nx.draw_networkx_nodes(G, pos, ax=ax, node_color=cols, node_size=200, edgecolors="k", linewidths=0.6)
+    nx.draw_networkx_labels(G, pos, ax=ax, labels={v: str(v + 1) for v in G.nodes}, font_size=7)
+    ax.set_title(title, fontsize=9)
+    ax.axis("off")
+
+
+def draw_aggregation_tree(ax, T, *, title: str = "") -> None:
+    """Draw a rooted aggregation tree from :func:`lib.graphs.wl.aggregation_tree` (labels: the graph nodes)."""
+    U = T.to_undirected()
+    pos = tree_layout(U)
+    nx.draw_networkx_edges(U, pos, ax=ax, edge_color="0.5")
+    cols = ["tab:red" if t == 0 else "0.85" for t in U.nodes]
+    nx.draw_networkx_nodes(U, pos, ax=ax, node_color=cols, node_size=150, edgecolors="k", linewidths=0.6)
+    nx.draw_networkx_labels(U, pos, ax=ax, labels={t: str(T.nodes[t]["node"] + 1) for t in U.nodes},
+                            font_size=6)
+    ax.set_title(title, fontsize=9)
+    ax.axis("off")
+
+
+__all__ = [name for name in dir() if not name.startswith("_") and name not in ("plt", "nx", "np", "comb")]

@@ -1,0 +1,70 @@
+"""Chapter 5 of Li's thesis: the teacher (5.20), labelled sets, sampled training and the sampling check."""
+
+import numpy as np
+import pytest
+import torch
+
+from lib.graphs import sampling
+from lib.parts.generalisation import gcn_sampling as gs
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny sparse products: one thread is much faster on a busy machine
+    yield
+    torch.set_num_threads(n)
+
+
+@pytest.fixture(scope="module")
+def problem():
+    return gs.two_group_problem((10, 110), (8, 2), seed=0)
+
+
+def test_teacher_and_relative_mse(problem):
+    A = problem["A"]
+    Y = gs.sin_tanh_labels(A, problem["X"], problem["W_star"], problem["C_star"])
+    h = A.to_dense() @ problem["X"] @ problem["W_star"]
+    torch.testing.assert_close(Y, (torch.sin(h) * torch.tanh(h)) @ problem["C_star"], rtol=1e-4, atol=1e-5)
+    mask = torch.ones(1, 120, dtype=torch.bool)
+    assert float(gs.relative_mse(Y[None], Y[None], mask)) == 0.0
+    mean = Y.mean(0, keepdim=True).expand_as(Y)
+    assert float(gs.relative_mse(mean[None], Y[None], mask)) == pytest.approx(1.0)
+
+
+def test_label_masks():
+    m = gs.label_masks(50, (5, 20), (0, 1))
+    assert m.shape == (4, 50) and m.sum(1).tolist() == [5, 5, 20, 20]
+    assert torch.equal(m, gs.label_masks(50, (5, 20), (0, 1)))
+
+
+def test_training_learns_and_is_repeatable(problem):
+    A_star = sampling.effective_adjacency(problem["A"], problem["groups"], (0.7, 0.3))
+    Y = gs.sin_tanh_labels(A_star, problem["X"], problem["W_star"], problem["C_star"])
+    masks = gs.label_masks(120, (80,), (0, 1))
+    kw = dict(sampler="group", p_star=(0.7, 0.3), m=8, steps=60, lr=1e-2, seed=0)
+    r1 = gs.train_sampled_gcn(problem, Y, masks, **kw)
+    r2 = gs.train_sampled_gcn(problem, Y, masks, **kw)
+    np.testing.assert_array_equal(r1["test_error"], r2["test_error"])
+    assert r1["loss"][-1] < r1["loss"][0] and not r1["diverged"]
+    assert np.all(r1["train_error"] < 1.0)
+    r3 = gs.train_sampled_gcn(problem, Y, masks, **{**kw, "sampler": "fastgcn"})
+    assert r3["test_error"].shape == (2,)
+
+
+def test_sampling_spread_mean_and_shrinking(problem):
+    out = gs.sampling_spread(problem, (0.7, 0.3), (0.5, 0.9, 1.0), draws=400)
+    assert np.all(out["within_3se"] >= 0.97)
+    assert out["spread"][0] > out["spread"][1] > out["spread"][2] and out["spread"][2] < 1e-6
+
+
+def test_argument_checks(problem):
+    Y = torch.zeros(120, 2)
+    with pytest.raises(ValueError, match="sampler"):
+        gs.train_sampled_gcn(problem, Y, gs.label_masks(120, (10,), (0,)), sampler="bogus")
+    with pytest.raises(ValueError, match="masks"):
+        gs.train_sampled_gcn(problem, Y, torch.ones(1, 7, dtype=torch.bool))
+    with pytest.raises(ValueError, match="sizes"):
+        gs.label_masks(10, (10,), (0,))
+    with pytest.raises(ValueError, match="draws"):
+        gs.sampling_spread(problem, (0.7, 0.3), (0.9,), draws=1)

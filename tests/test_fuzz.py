@@ -1,0 +1,344 @@
+"""Bad input gets a clear error: a table of mutations per parameter kind, applied to the public entry points.
+
+Every case below is one valid call of a public function (small sizes) and the kinds of the parameters to mutate.
+Each mutation changes one argument at a time to an invalid value of its kind (a negative count, a zero or NaN
+step size, an unknown option, an all-NaN or empty array, ...) or to a wrong type (a string for a number, a string
+for a boolean, a number for an option, None, ...). The call must raise a ``ValueError`` whose message names the
+argument. The bar: at least 95 % of invalid values and 90 % of wrong types do, and no mutated call returns a
+non-finite or empty result silently. ``python -m pytest tests/test_fuzz.py -s`` prints what slips through.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import warnings
+
+import networkx as nx
+import numpy as np
+import pytest
+import torch
+
+from lib import curvature, curves, flows, maps, stats, train, widgets
+from lib.data import digits, sphere, tokens
+from lib.graphs import equivalence, generators, operators, wl
+from lib.models import cnn, mlp, transformer, unet
+from lib.parts.concept_learning import deep_models, diffusion, linear_gd, shapes, sim_data, sim_one_layer
+from lib.parts.edge_of_stability import balancing, beyond_low_dimension, matrix_factorisation, one_dimensional
+from lib.parts.graph_networks import telling_graphs_apart
+from lib.parts.induction_heads import construction, convergence, four_phases, sample_flows, trained_transformers
+
+NAN, INF = float("nan"), float("inf")
+#: kind -> (invalid values, wrong types)
+MUTATIONS = {
+    "count": ([-1, 2.5], ["3", None]),  # an integer size or step count (>= 0 or >= 1)
+    "seed": ([-1], ["3", 2.5]),
+    "pos": ([0.0, -1.0, NAN, INF], ["abc", None]),  # a finite number > 0
+    "nonneg": ([-1.0, NAN, INF], ["abc", None]),  # a finite number >= 0
+    "real": ([NAN, INF], ["abc", None]),  # any finite number
+    "bool": ([], ["no", None]),
+    "option": (["bogus"], [3]),
+    "array": (["nan", "empty"], ["abc", None]),  # "nan"/"empty": the base array filled with NaN / emptied
+    "state": ([], ["abc", None]),  # the state of a map: inf/NaN (a diverged run) passes through by design
+    "prob": ([-0.5, 1.5, NAN], ["abc", None]),
+    "countnone": ([-1, 2.5], ["3"]),  # a count, None allowed
+    "nonneginf": ([-1.0, NAN], ["abc", None]),  # >= 0, inf allowed
+    "posinf": ([0.0, -1.0, NAN], ["abc", None]),  # > 0, inf allowed
+    "posnone": ([0.0, -1.0, NAN, INF], ["abc"]),  # > 0, None allowed
+    "callable": ([], ["abc", None]),
+}
+
+
+def _quad(theta):
+    return (theta**2).sum() + theta.sum() ** 4
+
+
+G6 = nx.cycle_graph(6)
+T6 = torch.linspace(-1.0, 1.0, 6, dtype=torch.float64)
+Y8 = np.linspace(1.0, 0.1, 8)
+T8 = np.arange(8.0)
+SMALL_CFG = transformer.TransformerConfig(d_in=2, d_model=8, n_layers=1, max_len=8)
+CNN = cnn.ConceptCNN(cnn.CNNConfig(channels=(4, 4, 4), hidden=8)).float()
+IMGS = torch.zeros(3, 3, 8, 8)
+UNET_CFG = unet.UNetConfig(channels=(8, 8), emb_dim=8)
+FUNC = one_dimensional.quartic()
+MU2, SIG2 = [1.0, 2.0], [0.1, 0.2]
+
+
+def C(fn, kinds: str, *args, **kwargs):
+    """One case: ``fn(*args, **kwargs)`` is valid; ``kinds`` = "name:kind name:kind ..."."""
+    return pytest.param(fn, args, kwargs, dict(k.split(":") for k in kinds.split()), id=fn.__qualname__)
+
+
+CASES = [
+    # ------------------------------------------------------------------------------------------- generic layer
+    C(curvature.hvp, "loss:callable theta:array v:array engine:option", _quad, T6, T6),
+    C(curvature.hessian, "loss:callable theta:array", _quad, T6),
+    C(curvature.hessian_top_eigenpairs, "loss:callable theta:array k:count method:option tol:pos maxiter:count "
+      "seed:seed engine:option", _quad, T6, k=1),
+    C(curvature.default_ncv, "k:count n:count", 1, 20),
+    C(curvature.SharpnessTracker, "tol:pos gap:pos watch:nonneg max_iter:count refresh_every:count engine:option "
+      "seed:seed"),
+    C(curvature.directional_derivatives, "loss:callable theta:array u:array max_order:count route:option",
+      _quad, T6, T6),
+    C(curves.count_peaks, "curve:array prominence:pos", np.sin(T8), 0.1),
+    C(curves.n_descents, "curve:array prominence:pos", np.sin(T8), 0.1),
+    C(curves.running_median, "curve:array window:count", Y8, 3),
+    C(curves.hitting_time, "t:array y:array threshold:real direction:option interpolate:bool window:count",
+      T8, Y8, 0.5),
+    C(curves.speed, "values:array times:array", np.stack([Y8, Y8], 1), T8),
+    C(curves.geometric_midpoints, "times:array", T8 + 1),
+    C(curves.loglog_slope, "x:array y:array", T8 + 1, Y8),
+    C(curves.ratio_spread, "values:array", Y8),
+    C(flows.log_time_grid, "t0:nonneg t1:pos n:count", 0.0, 10.0, 5),
+    C(flows.integrate_flow, "rhs:callable y0:array method:option rtol:pos atol:pos",
+      lambda t, y: -y, [1.0], (0.0, 1.0)),
+    C(maps.iterate_map, "F:callable x0:array steps:count bound:pos", lambda x: 0.5 * x, [1.0], 5),
+    C(maps.detect_period, "traj:state max_period:count tol:pos", np.tile([0.0, 1.0], 8), 4),
+    C(maps.bifurcation_diagram, "F_param:callable params:array transient:count keep:count",
+      lambda x, r: r * x * (1 - x), np.array([2.5, 3.2]), 0.3, transient=20, keep=4),
+    C(maps.two_step_fixed_points, "F:callable lo:real hi:real n_grid:count tol:pos",
+      lambda x: 3.3 * x * (1 - x), 0.0, 1.0, n_grid=101),
+    C(maps.stop_at_divergence, "batch_ndim:count bound:pos factor:posnone", {"x": Y8}),
+    C(stats.wilson_interval, "k:count n:count z:pos", 3, 10),
+    C(stats.frequency, "flags:array z:pos", [True, False, True]),
+    C(stats.order_violations, "V:array values:array tol:nonneg", np.array([[0.0, 1.0], [1.0, 1.0]]),
+      np.array([1.0, 2.0])),
+        C(train.step_decay, "at:count factor:pos", 10, 0.5),
+    C(train.piecewise, "boundaries:array values:array", [5], [1.0, 0.1]),
+    C(train.train, "loss_fn:callable lr:pos steps:count optimizer:option record_every:count "
+      "divergence_bound:pos momentum:nonneg weight_decay:nonneg nesterov:bool",
+      torch.ones(3), lambda p: (p**2).sum(), lr=0.1, steps=3),
+    C(widgets.static_grid, "max_frames:count", {"a": [1, 2, 3]}, None, 4),
+    C(widgets.slider_figure, "plot_fn:callable dpi:count",
+      lambda a: __import__("matplotlib.pyplot").pyplot.figure(figsize=(1, 1)), {"a": [1, 2]}),
+    # ------------------------------------------------------------------------------------------- shared layers
+    C(digits.digits_binary, "std_min:nonneg scale:pos"),
+    C(sphere.sample_sphere, "m:count d:count seed:seed", 4, 3),
+    C(tokens.random_tokens, "B:count T:count V:count", 2, 5, 4),
+    C(tokens.repeat_prefix_tokens, "B:count T:count V:count seg_min:count seg_max:count", 2, 12, 5, 2, 4),
+    C(tokens.in_context_bigram_tokens, "B:count T:count V:count n_triggers:count", 2, 8, 5),
+    C(tokens.markov_tokens, "B:count T:count V:count concentration:pos", 2, 8, 5),
+    C(tokens.gaussian_sequences, "B:count L:count d:count", 2, 5),
+    C(tokens.uniform_sequences, "B:count L:count d:count low:real high:real", 2, 5),
+    C(tokens.one_hot, "V:count", torch.tensor([0, 1, 2]), 4),
+    C(generators.graph_atlas, "max_nodes:count min_nodes:count", 3),
+    C(generators.gnp_graphs, "n:count p:prob count:count seed:seed", 5, 0.5, 2),
+    C(generators.random_regular, "d:count n:count seed:seed", 2, 6),
+    C(generators.fig21_pair, "typo:bool"),
+    C(operators.normalised_adjacency, "alpha:real", G6),
+    C(operators.augmented_adjacency, "eps:nonneg", G6),
+    C(operators.power_graph_adjacency, "add_identity:bool", G6),
+    C(operators.bethe_hessian, "r:real", G6, 1.5),
+    C(operators.shifted_bethe_hessian, "r:real kappa:real", G6, 1.5),
+    C(operators.propagate, "X:array K:count renormalise:bool", operators.adjacency(G6), np.ones((6, 1)), 2),
+    C(wl.wl_colours, "rounds:count", [G6]),
+    C(wl.first_separating_round, "max_rounds:count", G6, nx.path_graph(6)),
+    C(wl.aggregation_tree, "root:count depth:count", G6, 0, 2),
+    C(equivalence.equivalence_classes, "K:count model:option", G6),
+    C(equivalence.graph_classes, "K:count model:option", [G6, nx.path_graph(6)]),
+    C(equivalence.isomorphism_classes, "rounds:count", [G6]),
+    C(mlp.DeepLinear, "d_in:count d_out:count depth:count width:count bias:bool init_scale:nonneg", 2, 2, 2, 3),
+    C(mlp.MLP, "d_in:count d_out:count depth:count width:count activation:option bias:bool init_scale:nonneg",
+      2, 2, 2, 3),
+    C(mlp.ReLUMLP, "in_dim:count width:count depth:count out_dim:count bias:bool", 2, 3, 2),
+    C(transformer.TransformerConfig, "d_in:count d_model:count n_layers:count n_heads:count max_len:count",
+      d_in=2, d_model=8, n_layers=1, max_len=8),
+    C(transformer.default_alibi_slopes, "n_heads:count", 2),
+    C(transformer.alibi_bias, "T:count causal:option", 4, torch.ones(1)),
+    C(transformer.softmax_attention, "q:state k:state v:state scale:pos", *(torch.ones(1, 3, 2),) * 3),
+    C(transformer.MultiHeadAttention, "layer:count", SMALL_CFG, 0),
+    C(transformer.FFN, "d_model:count hidden:count bias:bool", 4, 8),
+    C(transformer.LinearFFN, "d_model:count bias:bool", 4),
+    C(transformer.Block, "layer:count", SMALL_CFG, 0),
+    C(cnn.CNNConfig, "in_channels:count hidden:count heads:count"),
+    C(cnn.concept_probs, "x:array batch:count", CNN, IMGS),
+    C(unet.UNetConfig, "in_channels:count blocks:count cond_dim:count emb_dim:count groups:count"),
+    C(unet.timestep_embedding, "dim:count max_period:pos", torch.rand(3), 8),
+    C(unet.ResBlock, "cin:count cout:count emb_dim:count groups:count", 8, 8, 8, 4),
+    # ----------------------------------------------------------------------------------------------- Part I
+    C(one_dimensional.quartic, "mu:pos"),
+    C(one_dimensional.least_squares, "g:callable y:real xbar:real expect_oscillation:bool",
+      lambda x: x**2, 1.0, 1.0, "sq", "x^2"),
+    C(one_dimensional.compose, "q:callable p:callable", lambda x: x, lambda x: x),
+    C(one_dimensional.oscillation_test, "order:count tol:pos", FUNC),
+    C(one_dimensional.gd_map, "func:callable eta:pos", FUNC, 0.5),
+    C(one_dimensional.gd_iterate_many, "x0:array etas:array steps:count bound:pos", [FUNC], [0.5], [1.05], 4),
+    C(one_dimensional.two_step_gap, "x0:state eta:pos", FUNC, [0.5], 1.05),
+    C(one_dimensional.two_cycle_learning_rate, "eps:real span:pos n_grid:count", FUNC, 0.05),
+    C(one_dimensional.period2_orbit, "mu:pos eta:pos", 1.0, 1.05),
+    C(one_dimensional.two_cycle_multiplier, "K:pos", 1.05),
+    C(one_dimensional.quartic_gd_map, "x:state K:pos mu:pos", [0.5], 1.05),
+    C(one_dimensional.quartic_multiplier_numeric, "K:pos mu:pos", 1.05),
+    C(balancing.scalar_fact_step, "x:state y:state eta:pos mu:pos", np.ones(1), np.ones(1) / 2, 0.5),
+    C(balancing.run_scalar_fact, "x0:state y0:state eta:pos steps:count mu:pos bound:pos", [1.0], [0.5], 0.5, 4),
+    C(balancing.imbalance_next, "x:state y:state eta:pos mu:pos", np.ones(1), np.ones(1) / 2, 0.5),
+    C(balancing.product_next, "x:state y:state eta:pos mu:pos", np.ones(1), np.ones(1) / 2, 0.5),
+    C(balancing.lemma2_certificate, "x0:array y0:array eta:pos mu:pos", 1.0, 0.5, 0.5),
+    C(balancing.hessian_xy, "x:state y:state mu:pos", [1.0], [0.5]),
+    C(balancing.sharpness_xy, "x:state y:state mu:pos", [1.0], [0.5]),
+    C(balancing.damian_indicator, "x:state y:state eta:pos mu:pos", [1.0], [0.5], 0.5),
+    C(balancing.damian_manifold_interval, "eta:pos mu:pos", 1.5),
+    C(balancing.prop7_min_sharpness, "n:count", 3),
+    C(balancing.run_single_neuron_population, "K:pos steps:count", 1.1, 5),
+    C(balancing.run_single_neuron_empirical, "X:array eta:pos steps:count", np.eye(2), 1.0, 3),
+    C(balancing.thm4_bound, "t:array K:pos eps:pos", T8, 1.05, 0.05),
+    C(beyond_low_dimension.teacher_student_data, "m:count d:count seed:seed", 8, 4),
+    C(beyond_low_dimension.ts_init, "d:count seed:seed k_step:nonneg noise:nonneg", 4),
+    C(beyond_low_dimension.eos_mask, "sharpness:array lr:pos frac:pos", Y8, 0.5),
+    C(matrix_factorisation.rho_orbit, "K:pos", 1.05),
+    C(matrix_factorisation.mf_gd, "eta:pos steps:count tail:count record_every:count bound:pos",
+      *matrix_factorisation.generic_init(1, 2), matrix_factorisation.diag_target(np.array([[1.0, 0.5]])), 0.5, 4),
+    C(matrix_factorisation.generic_init, "batch:count d:count scale:pos seed:seed", 1, 3),
+    C(matrix_factorisation.divergence_grid, "k1_values:array k2_values:array init:option alpha:pos d:count "
+      "steps:count scale:pos seed:seed", [0.5], [0.5], steps=5),
+    C(matrix_factorisation.eq9_holds, "k1:array k2:array alpha:pos", [0.5], [0.5], 0.8),
+    C(matrix_factorisation.mf_bifurcation, "K_values:array ratio:pos d:count steps:count keep:count scale:pos "
+      "seed:seed", [0.9], steps=10, keep=2),
+    C(matrix_factorisation.fig6_run, "seed:seed alpha:pos steps:count K:pos eps:pos d:count", 0, 0.8, 5),
+    # ---------------------------------------------------------------------------------------------- Part II
+    C(construction.key_mask, "L:count n:count", 6),
+    C(construction.thm41_bound, "W:array p:pos", np.eye(2), 2.0),
+    C(construction.exp_kernel, "betas:array alphas:array J:count", [0.5], [1.0], 5),
+    C(construction.fit_delay_kernel, "delay:count betas:array J:count", 2, [0.5, 0.9], 20),
+    C(construction.single_head_delay_error, "delay:count beta:pos", 2, 0.5),
+    C(construction.pod, "g:callable low:real high:real n_nodes:count", lambda x, y: x * y),
+    C(convergence.ih_linear_rate, "alpha_star:pos w_star:pos L:count separate_qk:bool", 1.0, 0.49, 20),
+    C(convergence.balance_flow, "wq0:real wk0:real h0:real alpha_star:pos w_star:pos L:count t_max:pos "
+      "n_points:count", 0.02, 0.01, 0.01, 1.0, 0.49, 20, 10.0, n_points=5),
+    C(convergence.balance_gd, "wq0:real wk0:real h0:real alpha_star:pos w_star:pos L:count lr:pos steps:count",
+      0.02, 0.01, 0.01, 1.0, 0.49, 20, lr=0.1, steps=3),
+    C(four_phases.targets_star, "alpha_star:pos", 1.0),
+    C(four_phases.prev_token_weights, "L:count p1:nonneginf", 6, 2.0),
+    C(four_phases.stage1_flow, "L:count sigma_init:pos alpha_star:pos t_max:pos n_points:count",
+      20, 0.01, 1.0, 10.0, n_points=5),
+    C(four_phases.ngram_sums, "p:real L:count", 0.5, 20),
+    C(four_phases.loss_g4, "p:real g:real alpha_star:pos L:count", 0.5, 0.5, 1.0, 20),
+    C(four_phases.loss_ih, "w:real h:real alpha_star:pos w_star:pos L:count", 0.1, 0.1, 1.0, 0.49, 20),
+    C(four_phases.rhs_ih, "w:state h:state alpha_star:pos w_star:pos L:count separate_qk:bool",
+      0.1, 0.1, 1.0, 0.49, 20),
+    C(four_phases.four_phase_dynamics, "alpha_star:pos w_star:pos L:count sigma_init:pos t_max:pos "
+      "separate_qk:bool only_ih:bool n_points:count", 1.0, 0.49, 20, 0.01, 10.0, n_points=5),
+    C(four_phases.plateau_time_scale, "alpha_star:pos w_star:pos L:count sigma_init:pos", 1.0, 0.49, 20, 0.01),
+    C(four_phases.plateau_rate, "alpha_star:pos w_star:pos L:count separate_qk:bool", 1.0, 0.49, 20),
+    C(four_phases.plateau_loss, "alpha_star:pos w_star:pos L:count", 1.0, 0.49, 20),
+    C(sample_flows.ih_moments, "w_values:array X:array w_star:pos softmax:option", [0.1],
+      np.random.default_rng(0).standard_normal((4, 6)), 0.49),
+    C(trained_transformers.uniform_prev_token_score, "T:count causal:option", 6),
+    C(trained_transformers.alibi_prev_token_score, "p:pos T:count", 1.0, 6),
+    C(trained_transformers.plateau_and_drop, "step:array loss:array level0:pos hi:pos lo:pos", T8, Y8, 1.0),
+    # --------------------------------------------------------------------------------------------- Part III
+    C(sim_data.sim_gaussian_mixture, "mu:array sigma:array d:countnone n:count rotate:bool seed:seed", MU2, SIG2, n=8),
+    C(sim_data.concept_rates, "mu:array sigma:array origin_cluster:bool", MU2, SIG2),
+    C(sim_data.random_rotation, "d:count seed:seed", 3),
+    C(sim_data.second_moment, "mu:array sigma:array d:count", MU2, SIG2, 3),
+    C(sim_data.sim_samples, "mu:array sigma:array d:count n_per_cluster:count rotate:bool seed:seed",
+      MU2, SIG2, 3, 4),
+    C(sim_one_layer.one_layer_flow, "mu:array sigma:array times:array", MU2, SIG2, T8),
+    C(sim_one_layer.one_layer_gd, "mu:array sigma:array lr:pos steps:count", MU2, SIG2, 0.1, 5),
+    C(sim_one_layer.predicted_learning_times, "mu:array sigma:array horizon:posinf", MU2, SIG2),
+    C(sim_one_layer.rate_sampling_std, "mu:array sigma:array n:count", MU2, SIG2, 10),
+    C(sim_one_layer.flip_sigma, "k:count j:count", MU2, SIG2, 0, 1),
+    C(deep_models.init_symmetric, "d:count d_prime:count tau:pos n_seeds:count seed:seed positive:bool",
+      3, 3, 0.1, 2),
+    C(deep_models.default_record_steps, "steps:count n_log:count n_lin:count", 100),
+    C(deep_models.plateau_slope_theory, "a:array i:count", [1.0, 0.5]),
+    C(linear_gd.init_deep_linear, "d_in:count d_out:count depth:count K:count init_scale:nonneg bias:bool "
+      "seed:seed", 2, 2, 2, 3),
+    C(shapes.class_colors, "delta:prob", 0.5),
+    C(shapes.circles_color_size, "n_per_class:count delta:prob image_size:count variant:option "
+      "pixel_noise:nonneg seed:seed", 2, 0.5),
+    C(diffusion.log_checkpoints, "first:count last:count n:count", 1, 100, 5),
+    C(diffusion.learned_step, "values:array steps:array level:real", Y8[::-1], T8, 0.5),
+    C(diffusion.train_ensemble, "steps:count batch_size:count lr:pos weight_decay:nonneg sample_steps:count "
+      "keep_images:count", [unet.CondUNet(UNET_CFG)], torch.zeros(1, 4, 3, 8, 8), torch.zeros(1, 4, 4), steps=1,
+      batch_size=2),
+    # ---------------------------------------------------------------------------------------------- Part IV
+    C(telling_graphs_apart.walk_counts, "K:count", G6, 3),
+    C(telling_graphs_apart.operator_stack, "operator:option K:count", G6, "A", 2),
+    C(telling_graphs_apart.alpha_bound, "n:count", 5),
+    C(telling_graphs_apart.smallest_injective_alpha, "n:count max_alpha:count", 4),
+    C(telling_graphs_apart.class_counts, "Ks:array", [G6], [1, 2]),
+    C(telling_graphs_apart.layout, "seed:seed", G6),
+]
+
+
+def _mutate(value, bad):
+    if isinstance(bad, str) and bad in ("nan", "empty") and not isinstance(value, str):
+        arr = value.detach().clone() if torch.is_tensor(value) else np.array(value, dtype=float)
+        if bad == "nan":
+            return arr.float().fill_(NAN) if torch.is_tensor(arr) and not arr.is_floating_point() else (
+                arr.fill_(NAN) if torch.is_tensor(arr) else np.full_like(arr, NAN))
+        return arr.reshape(-1)[:0]
+    return bad
+
+
+def _silently_bad(out) -> bool:
+    """A result that is empty or non-finite (numbers, arrays, tensors, dicts and tuples of them)."""
+    if isinstance(out, dict):
+        return any(_silently_bad(v) for v in out.values())
+    if isinstance(out, (tuple, list)) and out and not isinstance(out[0], (nx.Graph, str)):
+        return any(_silently_bad(v) for v in out)
+    if torch.is_tensor(out):
+        return out.numel() == 0 or (out.is_floating_point() and not torch.isfinite(out).all())
+    if isinstance(out, np.ndarray) and out.dtype.kind == "f":
+        return out.size == 0 or not np.isfinite(out).all()
+    if isinstance(out, float):
+        return not math.isfinite(out)
+    return False
+
+
+def _call(fn, args, kwargs, name, bad):
+    import inspect
+
+    params = list(inspect.signature(fn).parameters)
+    args, kwargs = list(args), dict(kwargs)
+    pos = params.index(name)
+    if pos < len(args):
+        args[pos] = _mutate(args[pos], bad)
+    else:
+        default = inspect.signature(fn).parameters[name].default
+        kwargs[name] = _mutate(kwargs.get(name, default), bad)
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        try:
+            out = fn(*args, **kwargs)
+        except ValueError as e:
+            return "named" if re.search(rf"\b{re.escape(name)}\b", str(e)) else f"ValueError: {e}"
+        except Exception as e:  # noqa: BLE001 - the point is to classify whatever comes out
+            return f"{type(e).__name__}: {e}"
+    return "silent, non-finite or empty result" if _silently_bad(out) else "silent"
+
+
+OUTCOMES: list[tuple[str, str, str, object, str]] = []
+
+
+@pytest.mark.parametrize("fn,args,kwargs,kinds", CASES)
+def test_bad_input_case(fn, args, kwargs, kinds):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fn(*args, **kwargs)  # the base call is valid
+    for name, kind in kinds.items():
+        invalid, wrong = MUTATIONS[kind]
+        for category, values in (("invalid value", invalid), ("wrong type", wrong)):
+            for bad in values:
+                OUTCOMES.append((fn.__qualname__, name, category, bad, _call(fn, args, kwargs, name, bad)))
+
+
+def test_bad_input_bar():
+    """At least 95 % of invalid values and 90 % of wrong types raise a ValueError naming the argument; no call
+    returns a non-finite or empty result silently (runs after the cases above)."""
+    if not OUTCOMES:
+        pytest.skip("run together with the cases of this file")
+    lines, ratios = [], {}
+    for category, bar in (("invalid value", 0.95), ("wrong type", 0.90)):
+        rows = [o for o in OUTCOMES if o[2] == category]
+        ok = sum(o[4] == "named" for o in rows)
+        ratios[category] = (ok / len(rows), bar)
+        lines.append(f"{category}: {ok}/{len(rows)} = {ok / len(rows):.1%} named (bar {bar:.0%})")
+    slipped = [o for o in OUTCOMES if o[4] != "named"]
+    report = "\n".join(lines + [f"  {f}({n}={b!r}) [{c}]: {r[:90]}" for f, n, c, b, r in slipped])
+    print(report)
+    silent_bad = [o for o in OUTCOMES if o[4].startswith("silent, non-finite")]
+    assert not silent_bad, report
+    assert all(r >= bar for r, bar in ratios.values()), report
