@@ -5,7 +5,8 @@ Everything here is generic and exact where a claim needs exactness: graphs are n
 Python or int64 integers (with an overflow check), never hashes or floats.
 
 * :mod:`lib.graphs.generators`: seeded networkx wrappers and named graphs (the 14-node pair of Chen's thesis,
-  Fig 2.1; :math:`C_6` and :math:`K_{3,3}`; the hexagon and two triangles; the graph atlas);
+  Fig 2.1; :math:`C_6` and :math:`K_{3,3}`; the hexagon and two triangles; the graph atlas) and the seeded
+  two-block Bernoulli SBM with block labels;
 * :mod:`lib.graphs.wl`: exact 1-WL colour refinement with one palette shared across graphs, and rooted
   aggregation (computation) trees;
 * :mod:`lib.graphs.operators`: :math:`A`, :math:`D^{-\\alpha}AD^{-\\beta}`, :math:`\\tilde A_{(\\epsilon)}`,
