@@ -154,7 +154,12 @@ def gd_one_hidden(
 
 
 def newton_critical_point(
-    W0: torch.Tensor, X: torch.Tensor, y: torch.Tensor, iters: int = 30, tol: float = 1e-10
+    W0: torch.Tensor,
+    X: torch.Tensor,
+    y: torch.Tensor,
+    iters: int = 30,
+    tol: float = 1e-10,
+    max_step: float = 1.0,
 ) -> dict:
     """The critical point of f_n near W0 by damped Newton steps (|H| in place of H, backtracking), batched.
 
@@ -165,6 +170,8 @@ def newton_critical_point(
         W0: start (..., d, K), X (..., n, d), y (..., n) with the same leading axes.
         iters: at most this many Newton steps, >= 1.
         tol: stop when every member's gradient norm is below tol.
+        max_step: longest step (Frobenius norm); longer Newton steps are shortened (a trust region that keeps
+            nearly flat directions of a saturated sigmoid from throwing W far away).
 
     Returns:
         dict with ``W``, ``grad_norm`` (final ‖∇f_n‖_F per member) and ``min_eig`` (smallest Hessian eigenvalue
@@ -173,6 +180,7 @@ def newton_critical_point(
     _check(W0, X)
     check_int("iters", iters, minimum=1)
     check_positive("tol", tol)
+    check_positive("max_step", max_step)
     W = W0.clone()
     d, K = W.shape[-2:]
     for _ in range(iters):
@@ -186,6 +194,8 @@ def newton_critical_point(
         coords = (evecs.transpose(-1, -2) @ gv[..., None])[..., 0] / evals
         step = (evecs @ coords[..., None])[..., 0]
         step = step.reshape(*g.shape[:-2], K, d).transpose(-1, -2)
+        norm = step.flatten(-2).norm(dim=-1).clamp_min(1e-300)
+        step = step * (max_step / norm).clamp(max=1.0)[..., None, None]
         f0 = cross_entropy_risk(W, X, y)
         t = torch.ones(W.shape[:-2], dtype=W.dtype)
         for _ in range(20):
