@@ -6,7 +6,6 @@ chapter of the thesis.
 
 from __future__ import annotations
 
-
 # ---------------------------------------------------------------- chapter 3 (thesis ch. 4): group imbalance
 
 #: Sec. 4.5.1 of the thesis: the common synthetic setting (W* entries N(0, 1); local random start of radius 0.1).
