@@ -159,3 +159,12 @@ def test_draw_problems_shares_randomness_across_mixtures():
     # same groups and noise: x - mu doubles when the standard deviation doubles
     res = torch.stack([(X[1] - 2 * X[0] + m).abs().sum(-1) for m in (1.0, -1.0)]).min(0).values
     assert res.max() < 1e-12
+
+
+def test_local_uniqueness_is_a_rate_and_checks_arguments():
+    g = gm.gaussian_mixture([0.5, 0.5], [np.ones(3), np.zeros(3)], [1.0, 1.0])
+    rate = gi.local_uniqueness(g, 2, 800, 2, 2, seed=1)
+    assert rate in (0.0, 0.5, 1.0)
+    assert gi.local_uniqueness(g, 2, 800, 2, 2, seed=1) == rate
+    with pytest.raises(ValueError, match="inits"):
+        gi.local_uniqueness(g, 2, 100, 2, 1, seed=1)
