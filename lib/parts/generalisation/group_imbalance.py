@@ -124,7 +124,8 @@ def spread_rate(steps, spreads, fit_from: float = 0.5):
         steps: 1-D increasing step indices.
         spreads: V_W at those steps, shape (T, ...).
         fit_from: fraction of the run after which the line is fitted, in [0, 1); points where V_W has
-            fallen below 1e-10 of its start (round-off) are left out.
+            fallen below 1e-10 of its start (round-off) are left out, and a run that gets there before the
+            late part starts is fitted on all its remaining points.
 
     Returns:
         ``(v, r2)``: contraction factors and the R² of the straight-line fits, arrays of shape spreads.shape[1:].
@@ -133,7 +134,10 @@ def spread_rate(steps, spreads, fit_from: float = 0.5):
     t = np.asarray(steps, dtype=np.float64)
     sp = np.asarray(spreads, dtype=np.float64).reshape(len(t), -1)
     # points at round-off level (a run that has fully converged) carry no rate information
-    w = ((t >= t[0] + fit_from * (t[-1] - t[0]))[:, None] & (sp > 1e-10 * sp[:1])).astype(np.float64)
+    valid = sp > 1e-10 * sp[:1]
+    w = (t >= t[0] + fit_from * (t[-1] - t[0]))[:, None] & valid
+    # a run that reaches round-off before the late part starts is fitted on all its valid points
+    w = np.where(w.sum(0) >= 3, w, valid).astype(np.float64)
     y = np.log(np.maximum(sp, 1e-300))
     cnt = np.maximum(w.sum(0), 1)
     tm, ym = (w * t[:, None]).sum(0) / cnt, (w * y).sum(0) / cnt
