@@ -1,0 +1,434 @@
+"""Group imbalance: a one-hidden-layer sigmoid network learning from a Gaussian mixture (Li's thesis, ch. 4, app. C).
+
+The data, teacher and model live in :mod:`lib.data.gmm` and :mod:`lib.models.one_hidden`. This module adds the
+thesis's auxiliary function ρ (Def. C.2.2), its step size, the local initialisation of the experiments, the spread
+V_W of several GD runs and its contraction rate, the curvature of the expected risk at W*, excess risks per group,
+the permutation-invariant weight error, the GMM score functions and the tensor initialisation (Subroutine 1).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from scipy.optimize import linear_sum_assignment
+from scipy.special import expit
+
+from lib.config import check_int, check_positive, check_range
+from lib.data.gmm import GaussianMixture, sample_mixture, teacher_probability
+from lib.models.one_hidden import cross_entropy_hessian, cross_entropy_risk, newton_critical_point
+
+__all__ = [
+    "rho",
+    "gmm_step_size",
+    "local_initialization",
+    "weight_spread",
+    "spread_rate",
+    "teacher_curvature",
+    "asymptotic_excess",
+    "excess_risks",
+    "permutation_error",
+    "draw_problems",
+    "local_uniqueness",
+    "score_moments",
+    "tensor_initialization",
+]
+
+_Z = np.linspace(-14.0, 14.0, 56001)  # quadrature grid for ρ (wide and fine: φ'(σz) has width 1/σ)
+
+
+def _dphi(x):
+    s = expit(x)
+    return s * (1 - s)
+
+
+def rho(u, sigma):
+    """The ρ-function of Def. C.2.2, by quadrature on a fine grid.
+
+    With z_i ~ N(u_i, 1), α_q(i) = E[φ'(σ z_i) z_i^q] and β_q(i) = E[φ'(σ z_i)² z_i^q]; ρ is the smallest of
+    (u_j² + 1)(β_0(i) - α_0(i)²) over j ≠ i and of β_2(i) - α_2(i)²/(u_i² + 1).
+
+    Args:
+        u: mean vector, 1-D with at least 2 entries.
+        sigma: positive scale, a float or a 1-D array (then one value per entry).
+
+    Returns:
+        ρ(u, σ) as a float, or an array matching ``sigma``.
+    """
+    u = np.asarray(u, dtype=np.float64)
+    if u.ndim != 1 or u.size < 2:
+        raise ValueError(f"u must be a 1-D array with at least 2 entries, got shape {u.shape}")
+    sig = np.atleast_1d(np.asarray(sigma, dtype=np.float64))
+    if np.any(~np.isfinite(sig)) or np.any(sig <= 0):
+        raise ValueError(f"sigma must be positive, got {sigma!r}")
+    dz = _Z[1] - _Z[0]
+    dens = np.exp(-0.5 * _Z**2) / np.sqrt(2 * np.pi) * dz
+    out = np.empty(sig.size)
+    for k, s in enumerate(sig):
+        z = u[:, None] + _Z[None, :]  # (d, Q)
+        p = _dphi(s * z)
+        a0, a2 = (p * dens).sum(1), (p * z**2 * dens).sum(1)
+        b0, b2 = (p**2 * dens).sum(1), (p**2 * z**2 * dens).sum(1)
+        var0 = b0 - a0**2
+        t1 = (u[None, :] ** 2 + 1) * var0[:, None]
+        np.fill_diagonal(t1, np.inf)
+        t2 = b2 - a2**2 / (u**2 + 1)
+        out[k] = min(t1.min(), t2.min())
+    return float(out[0]) if np.ndim(sigma) == 0 else out
+
+
+def gmm_step_size(gmm: GaussianMixture, c: float = 4.0) -> float:
+    """The step size η0 = c / Σ_l λ_l (‖μ_l‖_∞ + ‖Σ_l^{1/2}‖)² of Algorithm 1 (the authors' code uses this form).
+
+    Args:
+        gmm: the mixture.
+        c: positive constant (the thesis leaves it open).
+    """
+    check_positive("c", c)
+    spec = np.sqrt(np.linalg.eigvalsh(gmm.covs)[:, -1])
+    return float(c / np.sum(gmm.lambdas * (np.abs(gmm.means).max(1) + spec) ** 2))
+
+
+def local_initialization(W_star: torch.Tensor, count: int, generator: torch.Generator, eps: float = 0.1):
+    """Starts W* + eps ‖W*‖_F G / ‖G‖_F with G standard Gaussian (the experiments' local random init).
+
+    Args:
+        W_star: teacher weights (..., d, K).
+        count: initialisations per teacher, >= 1 (a new axis before d).
+        generator: torch generator.
+        eps: relative radius, > 0.
+
+    Returns:
+        Tensor of shape (..., count, d, K).
+    """
+    check_int("count", count, minimum=1)
+    check_positive("eps", eps)
+    shape = W_star.shape[:-2] + (count,) + W_star.shape[-2:]
+    G = torch.randn(shape, generator=generator, dtype=W_star.dtype)
+    G = G / G.flatten(-2).norm(dim=-1)[..., None, None]
+    norm = W_star.flatten(-2).norm(dim=-1)[..., None, None, None]
+    return W_star[..., None, :, :] + eps * norm * G
+
+
+def weight_spread(W: torch.Tensor) -> torch.Tensor:
+    """V_W = sqrt(mean_m ‖W^(m) - W̄‖_F²) over the initialisation axis (-3) of W (..., M, d, K)."""
+    if W.ndim < 3:
+        raise ValueError(f"W must have shape (..., M, d, K), got {tuple(W.shape)}")
+    dev = W - W.mean(-3, keepdim=True)
+    return (dev**2).sum((-1, -2)).mean(-1).sqrt()
+
+
+def spread_rate(steps, spreads, fit_from: float = 0.5):
+    """Per-step contraction factor v of a spread curve: exp of the slope of log V_W(t) on its late part.
+
+    Args:
+        steps: 1-D increasing step indices.
+        spreads: V_W at those steps, shape (T, ...).
+        fit_from: fraction of the run after which the line is fitted, in [0, 1); points where V_W has
+            fallen below 1e-10 of its start (round-off) are left out, and a run that gets there before the
+            late part starts is fitted on all its remaining points.
+
+    Returns:
+        ``(v, r2)``: contraction factors and the R² of the straight-line fits, arrays of shape spreads.shape[1:].
+    """
+    check_range("fit_from", fit_from, 0, 1, hi_open=True)
+    t = np.asarray(steps, dtype=np.float64)
+    sp = np.asarray(spreads, dtype=np.float64).reshape(len(t), -1)
+    # points at round-off level (a run that has fully converged) carry no rate information
+    valid = sp > 1e-10 * sp[:1]
+    w = (t >= t[0] + fit_from * (t[-1] - t[0]))[:, None] & valid
+    # a run that reaches round-off before the late part starts is fitted on all its valid points
+    w = np.where(w.sum(0) >= 3, w, valid).astype(np.float64)
+    y = np.log(np.maximum(sp, 1e-300))
+    cnt = np.maximum(w.sum(0), 1)
+    tm, ym = (w * t[:, None]).sum(0) / cnt, (w * y).sum(0) / cnt
+    tc, yc = t[:, None] - tm, y - ym
+    slope = (w * tc * yc).sum(0) / np.maximum((w * tc**2).sum(0), 1e-300)
+    resid = yc - slope * tc
+    r2 = 1 - (w * resid**2).sum(0) / np.maximum((w * yc**2).sum(0), 1e-300)
+    shape = np.asarray(spreads).shape[1:]
+    return np.exp(slope).reshape(shape), r2.reshape(shape)
+
+
+def teacher_curvature(W_star: np.ndarray, gmm: GaussianMixture, n: int, rng: np.random.Generator):
+    """Eigenvalues of the expected-risk Hessian at W*, by Monte Carlo over n inputs.
+
+    At W* the label terms (y - H) of (C.73) vanish in expectation, so the Hessian is
+    E[φ'_j φ'_l x xᵀ / (K² H (1 - H))]; we use the soft labels y = H(W*, x), which makes this exact per sample.
+
+    Args:
+        W_star: (d, K) teacher.
+        gmm: the input mixture.
+        n: Monte-Carlo inputs, >= 1.
+        rng: NumPy generator.
+
+    Returns:
+        The dK eigenvalues in increasing order (NumPy array).
+    """
+    X, _ = sample_mixture(gmm, n, rng)
+    H = teacher_probability(W_star, X)
+    Wt, Xt, Ht = (torch.tensor(a) for a in (W_star, X, H))
+    return torch.linalg.eigvalsh(cross_entropy_hessian(Wt, Xt, Ht)).numpy()
+
+
+def asymptotic_excess(W_star: torch.Tensor, gmm: GaussianMixture, n: int, n_mc: int, rng) -> np.ndarray:
+    """Large-n prediction of the expected excess CE of each group: tr(H_l H⁻¹) / (2n) (our addition).
+
+    H_l is group l's expected Hessian at W* (Fisher information of the well-specified model) and
+    H = Σ_l λ_l H_l; the average excess is then Σ_l λ_l tr(H_l H⁻¹)/(2n) = dK/(2n) whatever Ψ is.
+
+    Args:
+        W_star: teachers (draws, d, K) or (d, K).
+        gmm: the mixture.
+        n: training-set size, >= 1.
+        n_mc: Monte-Carlo inputs per group, >= 1.
+        rng: NumPy generator.
+
+    Returns:
+        Array of shape W_star.shape[:-2] + (L,).
+    """
+    check_int("n", n, minimum=1)
+    check_int("n_mc", n_mc, minimum=1)
+    Hs = []
+    for l in range(gmm.groups):
+        chol = np.linalg.cholesky(gmm.covs[l])
+        X = torch.tensor(gmm.means[l] + rng.standard_normal((n_mc, gmm.dim)) @ chol.T)
+        p = torch.tensor(teacher_probability(W_star.numpy(), X.numpy()))
+        Hs.append(cross_entropy_hessian(W_star, X, p))
+    Hs = torch.stack(Hs, -3)  # (..., L, dK, dK)
+    H = (torch.tensor(gmm.lambdas)[:, None, None] * Hs).sum(-3)
+    sol = torch.linalg.solve(H[..., None, :, :], Hs)
+    return (torch.diagonal(sol, dim1=-2, dim2=-1).sum(-1) / (2 * n)).numpy()
+
+
+def excess_risks(W: torch.Tensor, W_star: torch.Tensor, gmm: GaussianMixture, n_test: int, rng):
+    """Excess cross-entropy f(W) - f(W*) per group and on average, with soft labels H(W*, x).
+
+    Each group's risk is the mean over n_test inputs of that group; the average is Σ_l λ_l times them.
+
+    Args:
+        W: learnt weights (..., d, K); W_star: teachers of the same shape.
+        gmm: the mixture.
+        n_test: test inputs per group, >= 1.
+        rng: NumPy generator.
+
+    Returns:
+        ``(average, groups)``: NumPy arrays of shapes W.shape[:-2] and W.shape[:-2] + (L,).
+    """
+    check_int("n_test", n_test, minimum=1)
+    per = []
+    for l in range(gmm.groups):
+        chol = np.linalg.cholesky(gmm.covs[l])
+        X = torch.tensor(gmm.means[l] + rng.standard_normal((n_test, gmm.dim)) @ chol.T)
+        p = teacher_probability(W_star.numpy(), X.numpy())
+        p = torch.tensor(p)
+        per.append((cross_entropy_risk(W, X, p) - cross_entropy_risk(W_star, X, p)).numpy())
+    groups = np.stack(per, -1)
+    return groups @ gmm.lambdas, groups
+
+
+def permutation_error(W: np.ndarray, W_star: np.ndarray) -> float:
+    """min over column permutations P of ‖W - W* P‖_F (Hungarian matching of the columns)."""
+    W, W_star = np.asarray(W, dtype=np.float64), np.asarray(W_star, dtype=np.float64)
+    if W.shape != W_star.shape or W.ndim != 2:
+        raise ValueError(f"W and W_star must be (d, K) of the same shape, got {W.shape}, {W_star.shape}")
+    cost = ((W[:, :, None] - W_star[:, None, :]) ** 2).sum(0)
+    r, c = linear_sum_assignment(cost)
+    return float(np.sqrt(cost[r, c].sum()))
+
+
+def draw_problems(gmms, K: int, n: int, draws: int, rng: np.random.Generator):
+    """Independent (W*, training set) draws, shared by several mixtures (common random numbers).
+
+    W* has N(0, 1) entries; x = μ_g + Σ_g^{1/2} z with the group g read from one uniform per sample; y is
+    Bernoulli(H(W*, x)) read from another uniform. The same W*, z and uniforms serve every mixture, so a sweep
+    over Ψ compares like with like.
+
+    Args:
+        gmms: one :class:`GaussianMixture` or a list of them with equal d and L.
+        K: hidden neurons, >= 1.
+        n: samples per draw, >= 1.
+        draws: independent draws, >= 1.
+        rng: NumPy generator.
+
+    Returns:
+        ``(W_star, X, y)`` as torch float64 tensors of shapes (draws, d, K), (C, draws, n, d), (C, draws, n)
+        with C the number of mixtures (no C axis for a single mixture).
+    """
+    single = isinstance(gmms, GaussianMixture)
+    gmms = [gmms] if single else list(gmms)
+    check_int("K", K, minimum=1)
+    check_int("n", n, minimum=1)
+    check_int("draws", draws, minimum=1)
+    d = gmms[0].dim
+    if any(g.dim != d or g.groups != gmms[0].groups for g in gmms):
+        raise ValueError("all mixtures must share d and the number of groups")
+    W = rng.standard_normal((draws, d, K))
+    ug, z, uy = rng.random((draws, n)), rng.standard_normal((draws, n, d)), rng.random((draws, n))
+    Xs, ys = [], []
+    for g in gmms:
+        grp = np.minimum(np.searchsorted(np.cumsum(g.lambdas), ug, side="right"), g.groups - 1)
+        chol = np.linalg.cholesky(g.covs)
+        X = g.means[grp] + np.einsum("...ij,...j->...i", chol[grp], z)
+        Xs.append(X)
+        ys.append((uy < teacher_probability(W, X)).astype(np.float64))
+    X, y = torch.tensor(np.stack(Xs)), torch.tensor(np.stack(ys))
+    return torch.tensor(W), (X[0] if single else X), (y[0] if single else y)
+
+
+def local_uniqueness(gmm: GaussianMixture, K: int, n: int, draws: int, inits: int, seed: int, tol: float = 1e-4):
+    """Success of the thesis's phase diagrams: do several local starts reach one strict local minimum?
+
+    For each of ``draws`` (W*, data) draws, ``inits`` starts W* + 0.1 ‖W*‖ G/‖G‖ are each driven to a critical
+    point by Newton's method (in place of long GD runs); the draw succeeds when the spread V_W of the limits is at
+    most ``tol``, every gradient is below 1e-6 and every Hessian is positive definite.
+
+    Args:
+        gmm: the mixture; K: hidden neurons; n: samples; draws, inits: counts (>= 1, inits >= 2).
+        seed: seed of the draws and the starts.
+        tol: threshold on V_W (the authors' code uses 1e-4).
+
+    Returns:
+        The fraction of successful draws.
+    """
+    check_int("inits", inits, minimum=2)
+    check_positive("tol", tol)
+    W, X, y = draw_problems(gmm, K, n, draws, np.random.default_rng(seed))
+    W0 = local_initialization(W, inits, torch.Generator().manual_seed(seed))
+    crit = newton_critical_point(W0, X[:, None], y[:, None], iters=25)
+    ok = (weight_spread(crit["W"]) <= tol) & (crit["grad_norm"].amax(-1) < 1e-6) & (crit["min_eig"].amin(-1) > 0)
+    return float(ok.double().mean())
+
+
+# ---------------------------------------------------------------- tensor initialisation (Subroutine 1)
+
+
+def _responsibilities(X, gmm):
+    P = np.linalg.inv(gmm.covs)
+    diff = X[:, None, :] - gmm.means[None]  # (n, L, d)
+    a = np.einsum("lij,nlj->nli", P, diff)
+    logdet = np.linalg.slogdet(gmm.covs)[1]
+    logp = np.log(gmm.lambdas) - 0.5 * (np.einsum("nli,nli->nl", diff, a) + logdet)
+    logp -= logp.max(1, keepdims=True)
+    r = np.exp(logp)
+    return r / r.sum(1, keepdims=True), a, P
+
+
+def score_moments(X, y, gmm: GaussianMixture, alpha=None, U=None) -> dict:
+    """Empirical moments Q̂_j = mean y S_j(x) with the GMM score functions S_j = (-1)^j ∇^j p / p (Def. C.1.1).
+
+    Args:
+        X: (n, d) inputs; y: (n,) labels (or any weights, e.g. a test function's values).
+        gmm: the input mixture (known, as in the thesis).
+        alpha: optional d-vector: also return Q̂_3(I, I, α) (d x d).
+        U: optional (d, K) matrix: also return Q̂_3(U, U, U) (K x K x K).
+
+    Returns:
+        dict with ``Q1`` (d,), ``Q2`` (d, d) and, when asked, ``Q3_IIa`` and ``Q3_UUU``.
+    """
+    X, y = np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    if X.ndim != 2 or y.shape != X.shape[:1] or X.shape[1] != gmm.dim:
+        raise ValueError(f"X must be (n, {gmm.dim}) and y (n,), got {X.shape}, {y.shape}")
+    r, a, P = _responsibilities(X, gmm)
+    w = r * y[:, None] / len(y)  # (n, L)
+    out = {
+        "Q1": np.einsum("nl,nli->i", w, a),
+        "Q2": np.einsum("nl,nli,nlj->ij", w, a, a) - np.einsum("l,lij->ij", w.sum(0), P),
+    }
+    if alpha is not None:
+        al = np.asarray(alpha, dtype=np.float64)
+        aa = a @ al  # (n, L)
+        Pa = P @ al  # (L, d)
+        m = np.einsum("nl,nli,nlj->ij", w * aa, a, a) - np.einsum("l,lij->ij", (w * aa).sum(0), P)
+        cross = np.einsum("nl,nli,lj->ij", w, a, Pa)
+        out["Q3_IIa"] = m - cross - cross.T
+    if U is not None:
+        U = np.asarray(U, dtype=np.float64)
+        b = a @ U  # (n, L, K)
+        Pt = np.einsum("di,lde,ej->lij", U, P, U)
+        t3 = np.einsum("nl,nli,nlj,nlk->ijk", w, b, b, b)
+        wb = np.einsum("nl,nli->li", w, b)
+        s = np.einsum("li,ljk->ijk", wb, Pt)
+        out["Q3_UUU"] = t3 - s - s.transpose(1, 0, 2) - s.transpose(1, 2, 0)
+    return out
+
+
+def _is_symmetric(gmm: GaussianMixture) -> bool:
+    for l in range(gmm.groups):
+        if np.allclose(gmm.means[l], 0):
+            continue
+        mates = [
+            m
+            for m in range(gmm.groups)
+            if np.allclose(gmm.means[m], -gmm.means[l])
+            and np.allclose(gmm.covs[m], gmm.covs[l])
+            and np.isclose(gmm.lambdas[m], gmm.lambdas[l])
+        ]
+        if not mates:
+            return False
+    return True
+
+
+def _top_abs_eigvecs(M, K):
+    vals, vecs = np.linalg.eigh(0.5 * (M + M.T))
+    order = np.argsort(-np.abs(vals))[:K]
+    return np.linalg.qr(vecs[:, order])[0]
+
+
+def _magnitude(direction, target, K, gmm):
+    """Solve (z/K) E[φ'(z w̄ᵀx)] = target for z >= 0 (first crossing on a grid, clipped at the maximum)."""
+    nodes, weights = np.polynomial.hermite_e.hermegauss(80)
+    weights = weights / weights.sum()
+    m = gmm.means @ direction
+    s = np.sqrt(np.einsum("i,lij,j->l", direction, gmm.covs, direction))
+    proj = m[:, None] + s[:, None] * nodes[None]  # (L, Q)
+    zs = np.linspace(0.0, 30.0, 1201)[1:]
+    g = zs / K * np.einsum("l,lq,zlq->z", gmm.lambdas, weights[None].repeat(len(m), 0), _dphi(zs[:, None, None] * proj))
+    above = np.flatnonzero(g >= target)
+    return float(zs[above[0]] if above.size else zs[np.argmax(g)])
+
+
+def tensor_initialization(X, y, K: int, gmm: GaussianMixture, rng: np.random.Generator) -> np.ndarray:
+    """Subroutine 1 of the thesis: a method-of-moments estimate of W* from the GMM score moments.
+
+    Thirds D1, D2, D3 of the data give: the subspace Û from the top-K (by |eigenvalue|) eigenvectors of Q̂_2
+    (or of Q̂_3(I, I, α) for a symmetric mixture, where Q_2 = 0); the directions from Q̂_3(Û, Û, Û) by
+    Jennrich's simultaneous diagonalisation (in place of the KCL algorithm); the coefficients c_j of Q̂_1 on
+    those directions by least squares. Two corrections of ours: a negative c_j flips its direction (φ' > 0),
+    and c_j = (‖w_j‖/K) E[φ'(w_jᵀx)] is inverted for ‖w_j‖ (the thesis takes c_j itself as the norm).
+
+    Args:
+        X: (n, d) inputs, n >= 3; y: (n,) labels in {0, 1}.
+        K: number of hidden neurons, 1 <= K <= d.
+        gmm: the input mixture (known).
+        rng: NumPy generator (random projections).
+
+    Returns:
+        W0 of shape (d, K), columns in arbitrary order.
+    """
+    X, y = np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    check_int("K", K, minimum=1, maximum=X.shape[1] if X.ndim == 2 else None)
+    if X.ndim != 2 or len(X) < 3 or y.shape != (len(X),):
+        raise ValueError(f"X must be (n >= 3, d) and y (n,), got {X.shape}, {y.shape}")
+    d = X.shape[1]
+    parts = np.array_split(np.arange(len(X)), 3)
+    D1, D2, D3 = ((X[p], y[p]) for p in parts)
+    if _is_symmetric(gmm):
+        alpha = rng.standard_normal(d)
+        M = score_moments(*D1, gmm, alpha=alpha / np.linalg.norm(alpha))["Q3_IIa"]
+    else:
+        M = score_moments(*D1, gmm)["Q2"]
+    U = _top_abs_eigvecs(M, K)
+    R3 = score_moments(*D2, gmm, U=U)["Q3_UUU"]
+    if K == 1:
+        V = np.ones((1, 1))
+    else:
+        ga, gb = rng.standard_normal(K), rng.standard_normal(K)
+        Ma, Mb = np.einsum("ijk,k->ij", R3, ga), np.einsum("ijk,k->ij", R3, gb)
+        V = np.real(np.linalg.eig(Ma @ np.linalg.pinv(Mb))[1])
+        V = V / np.linalg.norm(V, axis=0, keepdims=True)
+    dirs = U @ V  # (d, K) unit columns
+    Q1 = score_moments(*D3, gmm)["Q1"]
+    c = np.linalg.lstsq(dirs, Q1, rcond=None)[0]
+    dirs = dirs * np.sign(np.where(c == 0, 1.0, c))
+    mags = [_magnitude(dirs[:, j], abs(c[j]), K, gmm) for j in range(K)]
+    return dirs * np.asarray(mags)[None, :]
