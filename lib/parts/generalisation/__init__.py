@@ -8,9 +8,9 @@ group imbalance, GCNs with topology sampling, in-context learning and chain-of-t
 chapter                                                         modules
 ==============================================================  =====================================================
 ``notebooks/generalisation/03_group_imbalance.md``              :mod:`~lib.parts.generalisation.group_imbalance`
-(all chapters)                                                  :mod:`~lib.parts.generalisation.settings`
 ``notebooks/generalisation/04_gcn_sampling.md``                 :mod:`~lib.parts.generalisation.gcn_sampling`
 ``notebooks/generalisation/06_chain_of_thought.md``             :mod:`~lib.parts.generalisation.chain_of_thought`
                                                                 :mod:`~lib.parts.generalisation.cot_multilayer`
+(all chapters)                                                  :mod:`~lib.parts.generalisation.settings`
 ==============================================================  =====================================================
 """
