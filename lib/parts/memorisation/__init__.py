@@ -7,6 +7,7 @@ vs in-context reasoning", 2025). The transformer itself lives in :mod:`lib.model
 ==============================================================  =====================================================
 chapter                                                         modules
 ==============================================================  =====================================================
+2. Why: one step, attention's avoidance, a rank-one noise       :mod:`~lib.parts.memorisation.mechanism`
 (all chapters)                                                  :mod:`~lib.parts.memorisation.settings`
 ==============================================================  =====================================================
 """
