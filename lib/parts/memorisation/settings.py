@@ -6,7 +6,6 @@ sizes are named configurations here; the book never runs them on CPU.
 
 from __future__ import annotations
 
-
 # --- Chapter 2 (mechanism): Sec 4.4.4.3, Fig 4.5, Thm 4.3 -------------------------------------------------------
 
 #: Fig 4.5 as stated: n = 3, α = 0.03, d in {8, 12}, 20 runs, ranks 1-4; learning rate and steps not given.
