@@ -17,6 +17,9 @@ from scipy.integrate import solve_ivp
 from lib.config import check_int, check_positive, check_range
 
 __all__ = [
+    "sample_recall_sequences",
+    "one_step_gradients",
+    "one_step_margins",
     "noise_logit_fixed_point",
     "noise_logit_recursion",
     "associative_memory_run",
@@ -64,6 +67,120 @@ def noise_logit_recursion(alpha: float, n_tokens: int, eta, steps: int) -> np.nd
         p = 1.0 / (1.0 + n_tokens * np.exp(-prev))
         xi[:, t] = prev + etas * (alpha - p)
     return xi[0] if np.ndim(eta) == 0 else xi
+
+
+def sample_recall_sequences(
+    m: int, n_tokens: int, seq_len: int, alpha: float, rng: np.random.Generator, trigger: int = 0
+) -> dict:
+    """Noisy-recall sequences of Sec 4.4 with a uniform π, batched over ``m`` sequences.
+
+    ``z_1 ~ Unif[N]``; after the trigger ``q`` the next token is ``ȳ ~ Unif[N]`` (one per sequence) with
+    probability 1-α and the noise ``τ = N`` (0-based) with probability α; every other token is drawn from
+    ``Unif[N]``. The last token is forced to ``q`` and the label ``y`` is ``ȳ`` or ``τ`` by the same law.
+
+    Args:
+        m: number of sequences, >= 1.
+        n_tokens: number N of clean tokens, >= 2.
+        seq_len: length T, >= 2.
+        alpha: noise probability, in [0, 1).
+        rng: numpy generator.
+        trigger: the trigger token q, in 0..N-1.
+
+    Returns:
+        dict with ``z`` (m, T) tokens in 0..N, ``y`` (m,) labels and ``ybar`` (m,).
+    """
+    check_int("m", m, minimum=1)
+    check_int("n_tokens", n_tokens, minimum=2)
+    check_int("seq_len", seq_len, minimum=2)
+    check_range("alpha", alpha, 0.0, 1.0, hi_open=True)
+    check_int("trigger", trigger, minimum=0, maximum=n_tokens - 1)
+    ybar = rng.integers(0, n_tokens, m)
+    z = np.empty((m, seq_len), dtype=np.int64)
+    z[:, 0] = rng.integers(0, n_tokens, m)
+    for t in range(1, seq_len):
+        after = z[:, t - 1] == trigger
+        noisy = rng.random(m) < alpha
+        fresh = rng.integers(0, n_tokens, m)
+        z[:, t] = np.where(after, np.where(noisy, n_tokens, ybar), fresh)
+    z[:, -1] = trigger
+    y = np.where(rng.random(m) < alpha, n_tokens, ybar)
+    return {"z": z, "y": y, "ybar": ybar}
+
+
+def _features(z: np.ndarray, n_tokens: int) -> tuple[np.ndarray, np.ndarray]:
+    """Inputs of model (4.2) with one-hot embeddings in R^{2(N+1)}: x_t = e_{z_t} + e_{N+1+z_{t-1}}.
+
+    Returns the last input x_T and the context mean (1/T) Σ_t x_t (z_0 has no previous token).
+    """
+    m, seq_len = z.shape
+    v = n_tokens + 1
+    rows = np.arange(m)
+    x_last = np.zeros((m, 2 * v))
+    x_last[rows, z[:, -1]] = 1.0
+    x_last[rows, v + z[:, -2]] = 1.0
+    x_mean = np.zeros((m, 2 * v))
+    np.add.at(x_mean, (np.repeat(rows, seq_len), z.ravel()), 1.0)
+    np.add.at(x_mean, (np.repeat(rows, seq_len - 1), v + z[:, :-1].ravel()), 1.0)
+    return x_last, x_mean / seq_len
+
+
+def one_step_gradients(z: np.ndarray, y: np.ndarray, n_tokens: int) -> tuple[np.ndarray, np.ndarray]:
+    """Gradients of the mean cross-entropy of model (4.2) at zero weights w.r.t. W_F and W_V (Lemma C.12).
+
+    At zero the prediction is uniform over N+1 outputs and attention is uniform over the context, so
+    ``∇_{W_F} = (1/m) Σ_i (1/(N+1) - e_{y_i}) x_{T,i}ᵀ`` and the same with the context mean for ``W_V``
+    (output embeddings one-hot, ``W_U = I``).
+
+    Args:
+        z: tokens, shape (m, T), values in 0..N.
+        y: labels, shape (m,), values in 0..N.
+        n_tokens: N.
+
+    Returns:
+        ``(grad_F, grad_V)``, each of shape (N+1, 2(N+1)).
+    """
+    z = np.asarray(z)
+    y = np.asarray(y)
+    if z.ndim != 2 or y.shape != (z.shape[0],):
+        raise ValueError("z must have shape (m, T) and y shape (m,)")
+    x_last, x_mean = _features(z, n_tokens)
+    c = np.full((len(y), n_tokens + 1), 1.0 / (n_tokens + 1))
+    c[np.arange(len(y)), y] -= 1.0
+    return c.T @ x_last / len(y), c.T @ x_mean / len(y)
+
+
+def one_step_margins(
+    m: int, n_tokens: int, seq_len: int, alpha: float, *, reps: int = 20, seed: int = 0
+) -> dict:
+    """Thm 4.1 by simulation: noise margins per unit step of W_F and W_V after one step from zero.
+
+    For each repetition, draw ``m`` training sequences, take one gradient step (step 1) on W_F and W_V and
+    evaluate ``Δ(ξ) = ξ_τ - max_{j<N} ξ_j`` on a fresh test sequence, separately for the feed-forward and the
+    attention logits.
+
+    Args:
+        m: training sequences, >= 1.
+        n_tokens: N, >= 2.
+        seq_len: T, >= 2.
+        alpha: noise probability, in [0, 1).
+        reps: repetitions, >= 1.
+        seed: seed of the generator.
+
+    Returns:
+        dict with ``ff`` and ``attn`` margins, arrays of shape (reps,).
+    """
+    check_int("reps", reps, minimum=1)
+    rng = np.random.default_rng(seed)
+    ff, attn = np.empty(reps), np.empty(reps)
+    for r in range(reps):
+        tr = sample_recall_sequences(m, n_tokens, seq_len, alpha, rng)
+        te = sample_recall_sequences(1, n_tokens, seq_len, alpha, rng)
+        g_f, g_v = one_step_gradients(tr["z"], tr["y"], n_tokens)
+        x_last, x_mean = _features(te["z"], n_tokens)
+        xi_f, xi_v = -g_f @ x_last[0], -g_v @ x_mean[0]
+        ff[r] = xi_f[n_tokens] - xi_f[:n_tokens].max()
+        attn[r] = xi_v[n_tokens] - xi_v[:n_tokens].max()
+    return {"ff": ff, "attn": attn}
 
 
 def _sphere(rng: np.random.Generator, shape) -> np.ndarray:

@@ -64,3 +64,38 @@ def test_c38_limits():
 def test_invalid_arguments(call):
     with pytest.raises(ValueError):
         call()
+
+
+def test_one_step_gradients_match_autograd_of_model_42():
+    torch = pytest.importorskip("torch")
+    from lib.parts.memorisation.mechanism import one_step_gradients, sample_recall_sequences
+
+    n, t = 5, 12
+    s = sample_recall_sequences(7, n, t, 0.4, np.random.default_rng(3))
+    v = n + 1
+    eye = torch.eye(2 * v, dtype=torch.float64)
+    z = torch.tensor(s["z"])
+    x = eye[z] + torch.cat([torch.zeros(7, 1, 2 * v, dtype=torch.float64), eye[v + z[:, :-1]]], 1)
+    w_f = torch.zeros(v, 2 * v, dtype=torch.float64, requires_grad=True)
+    w_v = torch.zeros(v, 2 * v, dtype=torch.float64, requires_grad=True)
+    w_qk = torch.zeros(2 * v, 2 * v, dtype=torch.float64)
+    att = torch.softmax(torch.einsum("bd,de,bte->bt", x[:, -1], w_qk, x) / 1.0, dim=1)
+    logits = torch.einsum("bt,od,btd->bo", att, w_v, x) + x[:, -1] @ w_f.T
+    torch.nn.functional.cross_entropy(logits, torch.tensor(s["y"])).backward()
+    g_f, g_v = one_step_gradients(s["z"], s["y"], n)
+    assert np.allclose(g_f, w_f.grad.numpy()) and np.allclose(g_v, w_v.grad.numpy())
+
+
+def test_sampler_structure():
+    from lib.parts.memorisation.mechanism import sample_recall_sequences
+
+    s = sample_recall_sequences(50, 6, 30, 0.5, np.random.default_rng(0), trigger=2)
+    z = s["z"]
+    assert (z[:, -1] == 2).all()
+    after = z[:, 1:][z[:, :-1] == 2]
+    assert np.isin(after, [6, *range(6)]).all()
+    rows = np.nonzero(z[:, :-2] == 2)
+    nxt = z[rows[0], rows[1] + 1]
+    assert ((nxt == 6) | (nxt == s["ybar"][rows[0]])).all()
+    with pytest.raises(ValueError):
+        sample_recall_sequences(5, 6, 30, 0.5, np.random.default_rng(0), trigger=6)
