@@ -149,9 +149,7 @@ def one_step_gradients(z: np.ndarray, y: np.ndarray, n_tokens: int) -> tuple[np.
     return c.T @ x_last / len(y), c.T @ x_mean / len(y)
 
 
-def one_step_margins(
-    m: int, n_tokens: int, seq_len: int, alpha: float, *, reps: int = 20, seed: int = 0
-) -> dict:
+def one_step_margins(m: int, n_tokens: int, seq_len: int, alpha: float, *, reps: int = 20, seed: int = 0) -> dict:
     """Thm 4.1 by simulation: noise margins per unit step of W_F and W_V after one step from zero.
 
     For each repetition, draw ``m`` training sequences, take one gradient step (step 1) on W_F and W_V and
