@@ -1,0 +1,101 @@
+import numpy as np
+import pytest
+
+from lib.parts.memorisation.mechanism import (
+    associative_memory_run,
+    c38_flow,
+    c38_probabilities,
+    noise_logit_fixed_point,
+    noise_logit_recursion,
+)
+
+
+def test_recursion_fixed_point_and_overshoot_boundary():
+    alpha, n = 0.3, 64
+    bound = 1 / (alpha * (1 - alpha))
+    xi = noise_logit_recursion(alpha, n, np.array([0.99, 1.01]) * bound, 2000)
+    xs = noise_logit_fixed_point(alpha, n)
+    assert np.allclose(xi[:, -1], xs, atol=1e-8)
+    over = (xi - xs).max(axis=1)
+    assert over[0] <= 1e-12 < over[1]
+    assert noise_logit_recursion(alpha, n, 1.0, 5).shape == (6,)
+
+
+def test_associative_memory_reproducible_and_gradient_matches_autograd():
+    torch = pytest.importorskip("torch")
+    a = associative_memory_run(3, 0.05, 6, seeds=3, steps=20, every=10, seed=1)
+    b = associative_memory_run(3, 0.05, 6, seeds=3, steps=20, every=10, seed=1)
+    assert np.array_equal(a["loss"], b["loss"])
+    assert a["loss"].shape == (5, 3, 3)
+    # the hand-written population gradient equals autograd's
+    rng = np.random.default_rng(0)
+    d, n, alpha = 5, 3, 0.2
+    e, u, w = rng.standard_normal((d, n)), rng.standard_normal((d, n + 1)), rng.standard_normal((d, d))
+    target = np.zeros((n + 1, n))
+    target[np.arange(n), np.arange(n)] = 1 - alpha
+    target[n] += alpha
+    wt = torch.tensor(w, requires_grad=True)
+    logits = torch.tensor(u).T @ wt @ torch.tensor(e)
+    loss = -(torch.tensor(target) * torch.log_softmax(logits, 0)).sum() / n
+    loss.backward()
+    p = np.exp(u.T @ w @ e)
+    p /= p.sum(0)
+    assert np.allclose(u @ (p - target) @ e.T / n, wt.grad.numpy())
+
+
+def test_c38_limits():
+    f = c38_flow(0.25, 1e5, 50)
+    p = c38_probabilities(f["a"], f["b"])
+    assert abs(p["full"][-1] - 0.25) < 1e-3
+    assert abs(f["b"][-1] - np.log(1 / 3)) < 1e-3
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: noise_logit_fixed_point(1.0, 4),
+        lambda: noise_logit_recursion(0.3, 4, -1.0, 5),
+        lambda: associative_memory_run(3, 0.03, 3),
+        lambda: associative_memory_run(3, 0.03, 8, ranks=(9,)),
+        lambda: c38_flow(0.6),
+        lambda: c38_probabilities([0.0], [0.0, 1.0]),
+    ],
+)
+def test_invalid_arguments(call):
+    with pytest.raises(ValueError):
+        call()
+
+
+def test_one_step_gradients_match_autograd_of_model_42():
+    torch = pytest.importorskip("torch")
+    from lib.parts.memorisation.mechanism import one_step_gradients, sample_recall_sequences
+
+    n, t = 5, 12
+    s = sample_recall_sequences(7, n, t, 0.4, np.random.default_rng(3))
+    v = n + 1
+    eye = torch.eye(2 * v, dtype=torch.float64)
+    z = torch.tensor(s["z"])
+    x = eye[z] + torch.cat([torch.zeros(7, 1, 2 * v, dtype=torch.float64), eye[v + z[:, :-1]]], 1)
+    w_f = torch.zeros(v, 2 * v, dtype=torch.float64, requires_grad=True)
+    w_v = torch.zeros(v, 2 * v, dtype=torch.float64, requires_grad=True)
+    w_qk = torch.zeros(2 * v, 2 * v, dtype=torch.float64)
+    att = torch.softmax(torch.einsum("bd,de,bte->bt", x[:, -1], w_qk, x) / 1.0, dim=1)
+    logits = torch.einsum("bt,od,btd->bo", att, w_v, x) + x[:, -1] @ w_f.T
+    torch.nn.functional.cross_entropy(logits, torch.tensor(s["y"])).backward()
+    g_f, g_v = one_step_gradients(s["z"], s["y"], n)
+    assert np.allclose(g_f, w_f.grad.numpy()) and np.allclose(g_v, w_v.grad.numpy())
+
+
+def test_sampler_structure():
+    from lib.parts.memorisation.mechanism import sample_recall_sequences
+
+    s = sample_recall_sequences(50, 6, 30, 0.5, np.random.default_rng(0), trigger=2)
+    z = s["z"]
+    assert (z[:, -1] == 2).all()
+    after = z[:, 1:][z[:, :-1] == 2]
+    assert np.isin(after, [6, *range(6)]).all()
+    rows = np.nonzero(z[:, :-2] == 2)
+    nxt = z[rows[0], rows[1] + 1]
+    assert ((nxt == 6) | (nxt == s["ybar"][rows[0]])).all()
+    with pytest.raises(ValueError):
+        sample_recall_sequences(5, 6, 30, 0.5, np.random.default_rng(0), trigger=6)
