@@ -45,6 +45,7 @@ __all__ = [
     "softmax_attention",
     "MultiHeadAttention",
     "FFN",
+    "LinearFFN",
     "Block",
     "Transformer",
     "default_alibi_slopes",
@@ -72,7 +73,15 @@ class TransformerConfig:
         n_heads: heads per layer (an int, or one int per layer).
         d_head: query/key/value width of each head (default ``d_model // n_heads``; the paper uses ``D``).
         max_len: longest sequence (size of the learned position table).
-        ffn: add a point-wise two-layer ReLU FFN (with residual) to every block (bool or one per layer).
+        ffn: the point-wise feed-forward map (with residual) of each block: ``True``/``"mlp"`` a two-layer ReLU
+            FFN, ``"linear"`` one linear map ``x -> W x (+ b)``, ``False``/``"none"`` no FFN (one value, or one
+            per layer).
+        ffn_bias: biases in the FFN maps; ``None`` (default) keeps the historical behaviour (always biases,
+            whatever ``bias`` says); ``True``/``False`` set them explicitly.
+        query_identity: single-head layers with ``W_Q = I`` (no query parameter; needs ``d_head = d_model``):
+            the scores are ``x_i^T W_K^T ...``, i.e. ``W_QK = W_K`` (Chen's model 4.1).
+        random_pos: add frozen random absolute positions ``p_t ~ N(0, 1)`` (a buffer drawn at construction from
+            the global torch generator, so never trained).
         ffn_hidden: hidden width ``M`` of the FFN (default ``4 * d_model``).
         residual: residual connection around attention (bool or one per layer; the paper's constructions use
             ``(True, False)``).
@@ -98,7 +107,10 @@ class TransformerConfig:
     n_heads: int | tuple = 1
     d_head: int | None = None
     max_len: int = 256
-    ffn: bool | tuple = False
+    ffn: bool | str | tuple = False
+    ffn_bias: bool | None = None
+    query_identity: bool = False
+    random_pos: bool = False
     ffn_hidden: int | None = None
     residual: bool | tuple = True
     rpe: str = "alibi"
@@ -139,13 +151,22 @@ class TransformerConfig:
             check_positive("attn_scale", self.attn_scale)
         if self.d_out is not None:
             check_int("d_out", self.d_out, minimum=1)
+        if self.query_identity and (any(h != 1 for h in heads) or self.head_dim_or_default() != self.d_model):
+            raise ValueError("query_identity needs n_heads=1 and d_head=d_model in every layer")
         if self.alibi_slopes is not None and len(set(heads)) > 1:
             raise ValueError("alibi_slopes needs the same n_heads in every layer; set slopes with set_head")
         self._layers = {
             "n_heads": heads,
-            "ffn": _per_layer("ffn", self.ffn, self.n_layers, bool),
+            "ffn": _per_layer("ffn", self.ffn, self.n_layers, _ffn_kind),
             "residual": _per_layer("residual", self.residual, self.n_layers, bool),
         }
+
+    def head_dim_or_default(self) -> int:
+        """``d_head`` if set, else ``d_model`` divided by the first layer's number of heads."""
+        if self.d_head is not None:
+            return self.d_head
+        h = self.n_heads[0] if isinstance(self.n_heads, (list, tuple)) else self.n_heads
+        return self.d_model // int(h)
 
     def heads(self, layer: int) -> int:
         return self._layers["n_heads"][layer]
@@ -158,6 +179,15 @@ class TransformerConfig:
         if self.d_out is not None:
             return self.d_out
         return self.vocab_size if self.vocab_size is not None else self.d_in
+
+
+def _ffn_kind(value) -> str:
+    """Normalise one layer's ``ffn`` entry to ``"mlp"``, ``"linear"`` or ``"none"``."""
+    if isinstance(value, bool):
+        return "mlp" if value else "none"
+    if value not in ("mlp", "linear", "none"):
+        raise ValueError(f"ffn must be a bool or one of ('mlp', 'linear', 'none'), got {value!r}")
+    return value
 
 
 def default_alibi_slopes(n_heads: int) -> torch.Tensor:
@@ -238,7 +268,8 @@ class MultiHeadAttention(nn.Module):
         self.n_heads, self.d_head, self.causal = H, dh, cfg.causal
         self.scale = cfg.attn_scale if cfg.attn_scale is not None else 1.0 / math.sqrt(dh)
         std = cfg.init_std
-        self.W_Q = nn.Parameter(std * torch.randn(H, dh, D))
+        self.query_identity = cfg.query_identity
+        self.W_Q = None if cfg.query_identity else nn.Parameter(std * torch.randn(H, dh, D))
         self.W_K = nn.Parameter(std * torch.randn(H, dh, D))
         self.W_V = nn.Parameter(std * torch.randn(H, dh, D))
         self.W_O = nn.Parameter(std * torch.randn(D, H * dh))
@@ -264,7 +295,10 @@ class MultiHeadAttention(nn.Module):
         """``x``: ``(B, T, D)``; ``key_mask``: optional boolean ``(T,)`` or ``(B, T)`` of keys that may be
         attended (on top of causality). Returns ``(B, T, D)``."""
         B, T, D = x.shape
-        q = torch.einsum("hkd,btd->bhtk", self.W_Q, x)
+        if self.query_identity:
+            q = x[:, None]
+        else:
+            q = torch.einsum("hkd,btd->bhtk", self.W_Q, x)
         k = torch.einsum("hkd,btd->bhtk", self.W_K, x)
         v = torch.einsum("hkd,btd->bhtk", self.W_V, x)
         if self.rpe == "alibi":
@@ -296,6 +330,17 @@ class FFN(nn.Module):
         return self.fc2(F.relu(self.fc1(x)))
 
 
+class LinearFFN(nn.Module):
+    """Point-wise linear feed-forward map ``x -> W x + b`` (the "linear F" of Chen's ablations)."""
+
+    def __init__(self, d_model: int, bias: bool = True):
+        super().__init__()
+        self.fc = nn.Linear(d_model, d_model, bias=bias)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
 class Block(nn.Module):
     """One transformer layer: attention (with or without residual) then an optional residual FFN (Eq. 1)."""
 
@@ -303,9 +348,16 @@ class Block(nn.Module):
         super().__init__()
         self.attn = MultiHeadAttention(cfg, layer)
         self.residual = cfg._layers["residual"][layer]
-        use_ffn = cfg._layers["ffn"][layer]
+        kind = cfg._layers["ffn"][layer]
+        use_ffn = kind != "none"
         hidden = cfg.ffn_hidden if cfg.ffn_hidden is not None else 4 * cfg.d_model
-        self.ffn = FFN(cfg.d_model, hidden, bias=True) if use_ffn else None
+        ffn_bias = True if cfg.ffn_bias is None else bool(cfg.ffn_bias)
+        if kind == "mlp":
+            self.ffn = FFN(cfg.d_model, hidden, bias=ffn_bias)
+        elif kind == "linear":
+            self.ffn = LinearFFN(cfg.d_model, bias=ffn_bias)
+        else:
+            self.ffn = None
         self.ln1 = nn.LayerNorm(cfg.d_model) if cfg.layer_norm else nn.Identity()
         self.ln2 = nn.LayerNorm(cfg.d_model) if (cfg.layer_norm and use_ffn) else nn.Identity()
 
@@ -333,6 +385,10 @@ class Transformer(nn.Module):
         self.ln_f = nn.LayerNorm(D) if cfg.layer_norm else nn.Identity()
         self.head = nn.Linear(D, cfg.out_dim, bias=False)
         self.apply(self._init)
+        if cfg.random_pos:  # drawn after the weights, so the other parameters match a model without it
+            self.register_buffer("fixed_pos", torch.randn(cfg.max_len, D))
+        else:
+            self.fixed_pos = None
 
     def _init(self, m):
         std = self.cfg.init_std
@@ -364,7 +420,7 @@ class Transformer(nn.Module):
         elif x.ndim != 3 or x.shape[-1] != cfg.d_in:
             raise ValueError(f"x must have shape (B, T, {cfg.d_in}), got {tuple(x.shape)}")
         T = x.shape[1]
-        if T > cfg.max_len and cfg.learned_pos:
+        if T > cfg.max_len and (cfg.learned_pos or cfg.random_pos):
             raise ValueError(f"sequence length {T} exceeds max_len={cfg.max_len}")
         if key_masks is not None and len(key_masks) != cfg.n_layers:
             raise ValueError(
@@ -373,6 +429,8 @@ class Transformer(nn.Module):
         h = self.embed(x)
         if self.pos is not None:
             h = h + self.pos(torch.arange(T, device=h.device))[None]
+        if self.fixed_pos is not None:
+            h = h + self.fixed_pos[:T][None]
         hidden = []
         for layer, block in enumerate(self.blocks):
             h = block(h, key_mask=None if key_masks is None else key_masks[layer])
@@ -398,6 +456,8 @@ class Transformer(nn.Module):
         check_int("layer", layer, minimum=0, maximum=self.cfg.n_layers - 1)
         attn = self.blocks[layer].attn
         check_int("head", head, minimum=0, maximum=attn.n_heads - 1)
+        if W_Q is not None and attn.W_Q is None:
+            raise ValueError("W_Q cannot be set: the model has query_identity=True (W_Q = I)")
         for name, value in (("W_Q", W_Q), ("W_K", W_K), ("W_V", W_V)):
             if value is not None:
                 self._copy(getattr(attn, name)[head], value, name)
@@ -429,7 +489,7 @@ class Transformer(nn.Module):
         """Set a layer's FFN: ``W1`` ``(M, D)``, ``b1`` ``(M,)``, ``W2`` ``(D, M)``, ``b2`` ``(D,)``."""
         check_int("layer", layer, minimum=0, maximum=self.cfg.n_layers - 1)
         ffn = self.blocks[layer].ffn
-        if ffn is None:
+        if not isinstance(ffn, FFN):
             raise ValueError(f"layer {layer} has no FFN (set ffn=True for it in the config)")
         self._copy(ffn.fc1.weight, W1, "W1")
         self._copy(ffn.fc1.bias, b1, "b1")

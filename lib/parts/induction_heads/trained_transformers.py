@@ -3,7 +3,8 @@ Wang, Yu, E & Wu, 2024, which shows the induction head of Elhage et al.'s pretra
 
 * :func:`repeat_prefix_tokens` - a random prefix of random length followed by copies of it, with the mask of the
   positions whose next token an induction head can predict;
-* :func:`prev_token_score`, :func:`induction_targets`, :func:`induction_score` - how much an attention map looks
+* :func:`~lib.models.probes.prev_token_score` (in :mod:`lib.models.probes`), :func:`induction_targets`,
+  :func:`induction_score` - how much an attention map looks
   like a previous-token head (Elhage et al., 2021) or an induction head (Olsson et al., 2022);
 * :func:`train_induction` - Adam on the next-token loss of the repeated part, recording losses, scores and the
   attention maps of one held-out sequence along training;
@@ -24,27 +25,10 @@ import torch.nn.functional as F
 from lib.config import check_array, check_int, check_positive, check_range
 from lib.curves import hitting_time
 from lib.data.tokens import repeat_prefix_tokens
+from lib.models.probes import induction_key_mask, prev_token_score
 from lib.models.transformer import Transformer, TransformerConfig
 from lib.parts.induction_heads.settings import EVAL_SEED, STANDIN_QUICK
 from lib.train import train
-
-
-def prev_token_score(A: torch.Tensor) -> torch.Tensor:
-    """Mean attention of query ``i`` on key ``i - 1`` over ``i = 1..T-1`` (the previous-token head score).
-
-    Args:
-        A: attention weights ``(..., T, T)`` (rows = queries), ``T >= 2``.
-
-    Returns:
-        ``(...)`` scores in ``[0, 1]``; 1 for an exact previous-token head (the layer-1 head of Thm 4.1 as
-        ``p -> infinity``).
-    """
-    A = torch.as_tensor(A)
-    if A.ndim < 2 or A.shape[-1] != A.shape[-2] or A.shape[-1] < 2:
-        raise ValueError(f"A must have shape (..., T, T) with T >= 2, got {tuple(A.shape)}")
-    T = A.shape[-1]
-    i = torch.arange(1, T)
-    return A[..., i, i - 1].mean(-1)
 
 
 def uniform_prev_token_score(T: int, causal: str = "strict") -> float:
@@ -90,26 +74,6 @@ def induction_targets(tokens: torch.Tensor) -> torch.Tensor:
     idx = torch.where(cand, torch.arange(T)[None, None, :], torch.full_like(tokens[:, :1, None], -1))
     last = idx.max(dim=-1).values  # most recent earlier occurrence, -1 if none
     return torch.where(last >= 0, last + 1, last).to(torch.int64)
-
-
-def induction_key_mask(tokens: torch.Tensor) -> torch.Tensor:
-    """Keys an induction head may attend to: ``M[b, i, k]`` is True when ``1 <= k <= i`` and the token before key
-    ``k`` equals the query's token, ``x_{k-1} = x_i`` (the key follows an earlier occurrence of ``x_i``).
-
-    Args:
-        tokens: ``(B, T)`` integer ids.
-
-    Returns:
-        ``(B, T, T)`` bool (rows = queries, columns = keys).
-    """
-    tokens = torch.as_tensor(tokens)
-    if tokens.ndim != 2 or tokens.dtype not in (torch.int64, torch.int32):
-        raise ValueError(f"tokens must be integer ids of shape (B, T), got {tuple(tokens.shape)} {tokens.dtype}")
-    B, T = tokens.shape
-    prev = torch.cat([torch.full_like(tokens[:, :1], -1), tokens[:, :-1]], dim=1)  # x_{k-1}, -1 for k = 0
-    same = tokens[:, :, None] == prev[:, None, :]
-    k_le_i = torch.arange(T)[None, :] <= torch.arange(T)[:, None]
-    return same & k_le_i[None] & (prev[:, None, :] >= 0)
 
 
 def induction_score(A: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:

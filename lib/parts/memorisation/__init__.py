@@ -7,6 +7,8 @@ vs in-context reasoning", 2025). The transformer itself lives in :mod:`lib.model
 ==============================================================  =====================================================
 chapter                                                         modules
 ==============================================================  =====================================================
+``notebooks/memorisation/01_noisy_recall.md``                   :mod:`~lib.parts.memorisation.noisy_recall`,
+                                                                :mod:`~lib.parts.memorisation.recall_data`
 (all chapters)                                                  :mod:`~lib.parts.memorisation.settings`
 ==============================================================  =====================================================
 """
