@@ -245,3 +245,15 @@ def laser_sweep(model, ranks, prompts=None) -> dict:
                 p = probe(model, prompts)
             out[i, j] = [p[k] for k in keys]
     return {"ranks": ranks, "layers": len(layers), "probe": out, "full": full, "keys": keys}
+
+
+def run_template_lm(steps: int, batch: int, d_model: int, n_layers: int, lr: float, seed: int, record_steps, ranks):
+    """Train (:func:`train_template_lm`) and sweep LASER (:func:`laser_sweep`); plain data only, for caching.
+
+    Returns:
+        ``{"history": ..., "sweep": ...}`` with the sweep's ``probe`` as a NumPy array.
+    """
+    model, hist = train_template_lm(
+        steps=steps, batch=batch, d_model=d_model, n_layers=n_layers, lr=lr, seed=seed, record_steps=record_steps
+    )
+    return {"history": hist, "sweep": laser_sweep(model, ranks)}
