@@ -73,7 +73,7 @@ def load_pretrained(name: str, revision: str | None = None):
         revision: a hub revision, e.g. Pythia's training checkpoints ``"step14000"``; ``None`` for the default.
 
     Returns:
-        ``(model, tokenizer)``; ``tokenizer`` is ``None`` when the folder has none. The model is in eval mode.
+        ``(model, tokenizer)``; ``tokenizer`` is ``None`` when none can be built. The model is in eval mode.
 
     Raises:
         ValueError: for an empty ``name`` or a ``revision`` that is not a non-empty string.
