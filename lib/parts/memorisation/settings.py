@@ -69,3 +69,39 @@ PAPER_FIG45 = {"n": 3, "alpha": 0.03, "d": (8, 12), "runs": 20, "ranks": (1, 2, 
 PAPER_THM43 = {"n": 2, "alpha_range": (0.2, 0.4), "init": "zero"}
 #: Our Fig 4.5 run (population GD, exact): the thesis's sizes with lr 1 and 5000 steps.
 MECHANISM_FIG45 = {"n": 3, "alpha": 0.03, "d": (8, 12), "seeds": 20, "lr": 1.0, "steps": 5000}
+
+
+# --- Chapter 3: language models in miniature (Sec 4.5, App. C.1) -------------------------------------------
+
+#: Table 4.1: Pythia-1B next-token probabilities on "Madrid is located in", full model and after LASER.
+PAPER_TABLE_4_1 = {
+    "tokens": ("the", "Spain", "a", "southern", "northern"),
+    "full": (0.499, 0.079, 0.069, 0.023, 0.021),
+    "laser": (0.027, 0.300, 0.002, 0.044, 0.046),
+}
+#: Fig 4.13: probability ratio of the correct answer over "the" at Pythia-1B step 14K, full -> LASER.
+PAPER_FIG_4_13 = {"ioi_ratio": (2.3, 12.3), "fact_ratio": (0.16, 11.3), "step": 14000, "the_learned_step": 10}
+#: Table 4.2: GSM8K few-shot accuracy (%), shots 1, 2, 4, 8.
+PAPER_TABLE_4_2 = {
+    "shots": (1, 2, 4, 8),
+    "Phi-3": (56.0, 72.2, 78.2, 82.7),
+    "Phi-3 + LASER": (66.1, 74.4, 77.0, 82.3),
+    "Llama-3.1-8B": (44.7, 50.0, 57.6, 56.0),
+    "Llama-3.1-8B + LASER": (46.1, 50.7, 55.9, 53.8),
+    "Llama-3.1-8B-Instruct": (72.6, 74.7, 78.5, 79.7),
+    "Llama-3.1-8B-Instruct + LASER": (73.6, 75.6, 77.7, 77.0),
+}
+#: App. C.1.2: LASER settings (model, task, layers, truncated layer (1-based), weight, rho).
+PAPER_LASER_C12 = (
+    ("Pythia-410M", "IOI", 24, 22, "MLP input", 0.02),
+    ("Pythia-1B", "IOI", 16, 11, "MLP input", 0.008),
+    ("Pythia-1B", "factual", 16, 16, "MLP input", 0.0125),
+    ("Pythia-1.4B", "factual", 24, 24, "MLP input", 0.025),
+    ("Pythia-2.8B", "factual", 32, 32, "MLP input", 0.04),
+    ("Phi-3", "GSM8K", 32, 28, "MLP output", 0.02),
+    ("Llama-3.1-8B(-Instruct)", "GSM8K", 32, 27, "MLP output", 0.02),
+)
+#: Template-LM stand-in (ours): 2-layer GPT-NeoX, d = 64, two heads, AdamW, batch 32 sentences.
+LM_QUICK = {"steps": 600, "batch": 32, "d_model": 64, "n_layers": 2, "lr": 3e-3, "seeds": 1}
+#: Full mode: three seeds, and the same training for longer.
+LM_FULL = dict(LM_QUICK, steps=1000, seeds=3)
