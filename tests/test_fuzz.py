@@ -20,9 +20,9 @@ import pytest
 import torch
 
 from lib import curvature, curves, flows, maps, stats, train, widgets
-from lib.data import digits, sphere, tokens
-from lib.graphs import equivalence, generators, operators, wl
-from lib.models import cnn, mlp, transformer, unet
+from lib.data import digits, gmm, prompts, sphere, tokens
+from lib.graphs import equivalence, generators, operators, sampling, wl
+from lib.models import cnn, gcn, gnn, laser, mlp, one_hidden, sgnn, transformer, unet
 from lib.parts.concept_learning import deep_models, diffusion, linear_gd, shapes, sim_data, sim_one_layer
 from lib.parts.edge_of_stability import balancing, beyond_low_dimension, matrix_factorisation, one_dimensional
 from lib.parts.graph_networks import telling_graphs_apart
@@ -156,6 +156,23 @@ CASES = [
     C(unet.UNetConfig, "in_channels:count blocks:count cond_dim:count emb_dim:count groups:count"),
     C(unet.timestep_embedding, "dim:count max_period:pos", torch.rand(3), 8),
     C(unet.ResBlock, "cin:count cout:count emb_dim:count groups:count", 8, 8, 8, 4),
+    C(gnn.GINLayer, "d_in:count d_out:count width:count mlp_depth:count train_eps:bool eps:real", 2, 3),
+    C(gnn.GIN, "d_in:count width:count depth:count d_out:count jk:bool mlp_depth:count readout_depth:count "
+      "train_eps:bool", 2),
+    C(sgnn.SGNNLayer, "d_in:count d_out:count powers:count residual:bool", 3, 3),
+    C(sgnn.SGNN, "d_in:count width:count depth:count n_classes:count powers:count init_scale:pos"),
+    C(gcn.GCN3, "d:count m1:count m2:count k_out:count copies:count", 3, 4, 4, 2),
+    C(one_hidden.gd_one_hidden, "lr:pos steps:count record_every:count divergence_bound:pos",
+      torch.zeros(1, 3, 2, dtype=torch.float64), torch.ones(5, 3, dtype=torch.float64),
+      torch.ones(5, dtype=torch.float64), 0.1, 3),
+    C(laser.low_rank, "W:array k:count", torch.eye(3), 1),
+    C(laser.laser_rank, "fraction:prob", (4, 6), 0.5),
+    C(gmm.sample_mixture, "n:count batch:countnone",
+      gmm.gaussian_mixture([0.5, 0.5], np.zeros((2, 2)), np.stack([np.eye(2)] * 2)), 4,
+      np.random.default_rng(0)),
+    C(prompts.orthonormal_bank, "n:count dim:count", 3, 5),
+    C(sampling.degree_group_graph, "sizes:array degrees:array seed:seed", [6, 4], [2, 2]),
+    C(sampling.group_psi, "sizes:array degrees:array", [6, 4], [2, 2]),
     # ----------------------------------------------------------------------------------------------- Part I
     C(one_dimensional.quartic, "mu:pos"),
     C(one_dimensional.least_squares, "g:callable y:real xbar:real expect_oscillation:bool",

@@ -18,7 +18,7 @@ import networkx as nx
 import numpy as np
 import torch
 
-from ..config import check_in, check_int, check_range
+from ..config import check_array, check_in, check_int, check_range
 from .operators import augmented_adjacency
 
 __all__ = [
@@ -50,6 +50,8 @@ def degree_group_graph(sizes, degrees, seed: int = 0):
         ``(edges, groups)``: ``edges`` an int64 array of shape (E, 2) with ``i < j`` per row (each undirected edge
         once), ``groups`` an int64 array of shape (N,) with the group of each node.
     """
+    for name, value in (("sizes", sizes), ("degrees", degrees)):
+        check_array(name, value)
     sizes, degrees = list(sizes), list(degrees)
     if len(sizes) == 0 or len(sizes) != len(degrees):
         raise ValueError(f"sizes and degrees must be non-empty and of equal length, got {len(sizes)}, {len(degrees)}")
@@ -165,7 +167,7 @@ def group_psi(sizes, degrees) -> np.ndarray:
         sizes: group sizes ``N_l`` (>= 1).
         degrees: group degrees ``d_l`` (> 0 for at least one group).
     """
-    sizes, degrees = np.asarray(sizes, dtype=np.float64), np.asarray(degrees, dtype=np.float64)
+    sizes, degrees = check_array("sizes", sizes, positive=True), check_array("degrees", degrees)
     if sizes.shape != degrees.shape or sizes.ndim != 1 or len(sizes) == 0:
         raise ValueError("sizes and degrees must be 1-d of equal, non-zero length")
     if np.any(sizes < 1) or np.any(degrees < 0) or not np.any(degrees > 0):

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..config import check_int
+from ..config import check_bool, check_finite, check_int
 from .mlp import MLP
 
 
@@ -53,6 +53,8 @@ class GINLayer(nn.Module):
         check_int("d_in", d_in, minimum=1)
         check_int("d_out", d_out, minimum=1)
         check_int("mlp_depth", mlp_depth, minimum=1)
+        check_bool("train_eps", train_eps)
+        check_finite("eps", eps)
         self.mlp = MLP(d_in, d_out, depth=mlp_depth, width=width)
         eps_t = torch.tensor(float(eps))
         if train_eps:
@@ -84,6 +86,8 @@ class GIN(nn.Module):
         check_int("depth", depth, minimum=1)
         check_int("width", width, minimum=1)
         check_int("readout_depth", readout_depth, minimum=1)
+        check_bool("jk", jk)
+        check_bool("train_eps", train_eps)
         self.layers = nn.ModuleList(
             [GINLayer(d_in if k == 0 else width, width, mlp_width or width, mlp_depth=mlp_depth, train_eps=train_eps)
              for k in range(depth)]

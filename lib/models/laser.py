@@ -39,7 +39,10 @@ def low_rank(W: torch.Tensor, k: int) -> torch.Tensor:
     Returns:
         ``(m, n)`` tensor of rank at most ``k`` (same dtype and device).
     """
-    W = torch.as_tensor(W)
+    if not torch.is_tensor(W):
+        raise ValueError(f"W must be a torch tensor (a matrix), got {type(W).__name__}")
+    if W.ndim == 2 and not torch.isfinite(W).all():
+        raise ValueError("W must hold finite numbers only (found NaN or inf)")
     if W.ndim != 2:
         raise ValueError(f"W must be a matrix (2-D), got shape {tuple(W.shape)}")
     check_int("k", k, minimum=0)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import torch
 
-from ..config import check_int, check_positive
+from ..config import check_array, check_int, check_positive
 
 __all__ = [
     "one_hidden_probability",
@@ -126,9 +126,7 @@ def gd_one_hidden(
     check_int("steps", steps, minimum=1)
     check_int("record_every", record_every, minimum=1)
     check_positive("divergence_bound", divergence_bound)
-    lr_t = torch.as_tensor(lr, dtype=W0.dtype)
-    if torch.any(lr_t <= 0):
-        raise ValueError(f"lr must be positive, got {lr}")
+    lr_t = torch.as_tensor(check_array("lr", lr, positive=True), dtype=W0.dtype)
     lr_t = lr_t[..., None, None] if lr_t.ndim else lr_t
     W = W0.clone()
     batch = W.shape[:-2]

@@ -19,7 +19,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from lib.config import check_int, check_positive
+from lib.config import check_bool, check_int, check_positive
 
 
 def apply_adjacency(h: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
@@ -56,6 +56,7 @@ class SGNNLayer(nn.Module):
         check_int("d_in", d_in, minimum=1)
         check_int("d_out", d_out, minimum=2)
         check_int("powers", powers, minimum=0)
+        check_bool("residual", residual)
         if residual and d_in != d_out:
             raise ValueError(f"residual needs d_in == d_out, got {d_in} and {d_out}")
         self.mix = nn.Linear(d_in * (powers + 1), d_out)
@@ -96,6 +97,7 @@ class SGNN(nn.Module):
     ):
         super().__init__()
         check_int("depth", depth, minimum=1)
+        check_int("width", width, minimum=2)
         check_int("n_classes", n_classes, minimum=1)
         check_positive("init_scale", init_scale)
         layers = [SGNNLayer(d_in, width, powers, residual=False)]

@@ -125,7 +125,7 @@ def test_sgnn_adjacency_norm_and_equivariance():
     ei1 = torch.as_tensor(np.concatenate([edges[0], edges[0][::-1]], 1))
     out_p = net(torch.ones(12, 1), inv[ei1], 12)  # relabel node i as inv[i]
     assert torch.allclose(out_p[inv], net(torch.ones(12, 1), ei1, 12), atol=1e-5)
-    with pytest.raises(ValueError, match="d_out"):
+    with pytest.raises(ValueError, match="width"):
         SGNN(1, 1, 2)
 
 
