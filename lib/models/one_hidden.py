@@ -159,7 +159,8 @@ def newton_critical_point(
     tol: float = 1e-10,
     max_step: float = 1.0,
 ) -> dict:
-    """The critical point of f_n near W0 by damped Newton steps (|H| in place of H, backtracking), batched.
+    """The critical point of f_n near W0 by damped Newton steps (H with its eigenvalues made absolute, backtracking),
+    batched.
 
     This is the limit Ŵ_n that GD reaches from a nearby start (Theorem 2 of the thesis), computed in a few
     steps instead of thousands.

@@ -390,7 +390,7 @@ def _magnitude(direction, target, K, gmm):
 def tensor_initialization(X, y, K: int, gmm: GaussianMixture, rng: np.random.Generator) -> np.ndarray:
     """Subroutine 1 of the thesis: a method-of-moments estimate of W* from the GMM score moments.
 
-    Thirds D1, D2, D3 of the data give: the subspace Û from the top-K (by |eigenvalue|) eigenvectors of Q̂_2
+    Thirds D1, D2, D3 of the data give: the subspace Û from the top-K (by absolute eigenvalue) eigenvectors of Q̂_2
     (or of Q̂_3(I, I, α) for a symmetric mixture, where Q_2 = 0); the directions from Q̂_3(Û, Û, Û) by
     Jennrich's simultaneous diagonalisation (in place of the KCL algorithm); the coefficients c_j of Q̂_1 on
     those directions by least squares. Two corrections of ours: a negative c_j flips its direction (φ' > 0),

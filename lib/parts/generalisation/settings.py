@@ -103,5 +103,6 @@ PAPER_GMM_TENSOR_INIT = {
     "relative_error": 0.65,
 }
 #: The book's defaults for chapter 3: the thesis's d and K, and the step-size constant c of the authors' code
-#: (eta0 = c / sum_l lambda_l (|mu_l|_inf + |Sigma_l|^1/2)^2), with c = 4 (c = 40 made the spread grow).
+#: (eta0 = c / sum_l lambda_l (max-norm of mu_l + spectral norm of Sigma_l^1/2)^2), with c = 4 (c = 40 made the
+#: spread grow).
 GMM_DEFAULTS = {"d": 5, "K": 3, "c_step": 4.0}
