@@ -5,3 +5,27 @@ chapter of the thesis.
 """
 
 from __future__ import annotations
+
+
+# ---- Chapter 1 (thesis ch. 2): shallow vision transformers ----
+
+PAPER_VIT = {
+    "M": 5,  # orthonormal patterns
+    "d": 10,  # token dimension
+    "L": None,  # tokens per sample: not stated
+    "c0": 0.01,  # token noise (degenerate: N = 2 suffices, spec pilot)
+    "m": None,  # hidden width: not stated
+    "W_O_std": 0.01,
+    "eta": None,  # SGD step: not stated
+    "batch": None,
+    "sigma": 0.1,  # Fig 2.1(a)
+    "delta": 0.2,  # Fig 2.1(a)
+    "S": 100,  # |S| in Fig 2.1(a)
+    "trials": 20,
+    "success_hinge": 1e-3,
+}
+
+VIT = {
+    "M": 5, "d": 10, "L": 30, "c0": 0.3, "m": 100, "eta": 0.5, "batch": 16, "steps": 300,
+    "sigma": 0.1, "delta": 0.2, "kappa": 1.0, "n_test": 500, "success_hinge": 1e-3,
+}
