@@ -8,5 +8,6 @@ group imbalance, GCNs with topology sampling, in-context learning and chain-of-t
 chapter                                                         modules
 ==============================================================  =====================================================
 (all chapters)                                                  :mod:`~lib.parts.generalisation.settings`
+01 Shallow vision transformers                                  :mod:`~lib.parts.generalisation.shallow_vits`
 ==============================================================  =====================================================
 """

@@ -42,10 +42,21 @@ def make_data(seeds, n_train: int, n_test: int, cfg: dict, alpha_star: float, al
     P = pattern_bank(cfg["M"], cfg["d"], rng=0)
     out = {k: [] for k in ("X", "y", "rel", "Xt", "yt", "relt", "idxt")}
     for s in seeds:
-        g = np.random.default_rng(1000 + int(s))
         for pre, n in (("", n_train), ("t", n_test)):
-            y = np.where(g.random(n) < 0.5, 1.0, -1.0)
-            X, idx = pattern_sequences(y, cfg["L"], alpha_star, alpha_hash, P, cfg["c0"], rng=g)
+            if pre:  # test set: one draw from its own stream
+                g = np.random.default_rng([5000, int(s)])
+                y = np.where(g.random(n) < 0.5, 1.0, -1.0)
+                X, idx = pattern_sequences(y, cfg["L"], alpha_star, alpha_hash, P, cfg["c0"], rng=g)
+            else:  # training example i has its own stream: the first N do not depend on n_train
+                parts = []
+                for i in range(n):
+                    g = np.random.default_rng([1000, int(s), i])
+                    yi = np.where(g.random(1) < 0.5, 1.0, -1.0)
+                    parts.append((yi,) + pattern_sequences(yi, cfg["L"], alpha_star, alpha_hash, P,
+                                                           cfg["c0"], rng=g))
+                y = np.concatenate([q[0] for q in parts])
+                X = torch.cat([q[1] for q in parts])
+                idx = torch.cat([q[2] for q in parts])
             rel = torch.as_tensor(np.where(y[:, None] > 0, idx.numpy() == 0, idx.numpy() == 1))
             suf = "t" if pre else ""
             out["X" + suf].append(X)
