@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-GENERIC = {"__init__", "config", "success", "chapter", "claims", "widgets", "curvature", "sweep", "_cache_format", "train",
-           "_optim", "plots", "maps", "flows", "curves", "stats"}
+GENERIC = {"__init__", "config", "chapter", "claims", "widgets", "curvature", "sweep", "_cache_format", "train",
+           "_optim", "plots", "maps", "flows", "curves", "stats", "success"}
 SHARED = ("models", "data", "graphs")
 MAX_LINES = 600
 

@@ -197,8 +197,9 @@ def pattern_bank(M: int, d: int, rng=None, dtype=None) -> torch.Tensor:
     return torch.as_tensor(q[:, :M].T.copy(), dtype=_dtype(dtype))
 
 
-def pattern_sequences(labels, L: int, alpha_star: float, alpha_hash: float, patterns: torch.Tensor,
-                      noise: float, rng=None, dtype=None) -> tuple[torch.Tensor, torch.Tensor]:
+def pattern_sequences(
+    labels, L: int, alpha_star: float, alpha_hash: float, patterns: torch.Tensor, noise: float, rng=None, dtype=None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Token sequences made of noisy patterns, labelled by which of ``mu_1``, ``mu_2`` dominates.
 
     A sequence of label ``+1`` holds ``round(alpha_star L)`` copies of ``mu_1`` (its label-relevant tokens),

@@ -45,9 +45,22 @@ class ShallowAttention(torch.nn.Module):
         generator: ``torch.Generator`` for the random initial values.
     """
 
-    def __init__(self, runs: int, d: int, m: int, *, d_v: int | None = None, readout: str = "mean",
-                 freeze_qk: bool = False, freeze_v: bool = False, freeze_o: bool = False, init_qk=None,
-                 init_v=None, init_o_std: float = 0.01, generator: torch.Generator | None = None):
+    def __init__(
+        self,
+        runs: int,
+        d: int,
+        m: int,
+        *,
+        d_v: int | None = None,
+        readout: str = "mean",
+        freeze_qk: bool = False,
+        freeze_v: bool = False,
+        freeze_o: bool = False,
+        init_qk=None,
+        init_v=None,
+        init_o_std: float = 0.01,
+        generator: torch.Generator | None = None,
+    ):
         super().__init__()
         check_int("runs", runs, minimum=1)
         check_int("d", d, minimum=1)
@@ -68,7 +81,7 @@ class ShallowAttention(torch.nn.Module):
         self.W_V = torch.nn.Parameter(wv.clone(), requires_grad=not freeze_v)
         self.W_O = torch.nn.Parameter(wo, requires_grad=not freeze_o)
         a = torch.ones(m) / math.sqrt(m)
-        a[m // 2:] *= -1
+        a[m // 2 :] *= -1
         self.register_buffer("a", a)
 
     def attention(self, X: torch.Tensor, bias=None, allowed=None) -> torch.Tensor:

@@ -6,7 +6,6 @@ chapter of the thesis.
 
 from __future__ import annotations
 
-
 # ---- Chapter 1 (thesis ch. 2): shallow vision transformers ----
 
 PAPER_VIT = {

@@ -13,7 +13,7 @@ import math
 import numpy as np
 import torch
 
-from lib.config import check_int, check_positive, check_range
+from lib.config import check_int, check_positive
 from lib.data.tokens import pattern_bank, pattern_sequences
 from lib.models.shallow_attention import ShallowAttention, attention_mass
 
@@ -52,8 +52,7 @@ def make_data(seeds, n_train: int, n_test: int, cfg: dict, alpha_star: float, al
                 for i in range(n):
                     g = np.random.default_rng([1000, int(s), i])
                     yi = np.where(g.random(1) < 0.5, 1.0, -1.0)
-                    parts.append((yi,) + pattern_sequences(yi, cfg["L"], alpha_star, alpha_hash, P,
-                                                           cfg["c0"], rng=g))
+                    parts.append((yi,) + pattern_sequences(yi, cfg["L"], alpha_star, alpha_hash, P, cfg["c0"], rng=g))
                 y = np.concatenate([q[0] for q in parts])
                 X = torch.cat([q[1] for q in parts])
                 idx = torch.cat([q[2] for q in parts])
@@ -67,8 +66,18 @@ def make_data(seeds, n_train: int, n_test: int, cfg: dict, alpha_star: float, al
     return {k: torch.stack(v) for k, v in out.items()}
 
 
-def train_vit(Ns, seeds, cfg: dict, alpha_star: float, alpha_hash: float, *, freeze_qk=False, sigma=None,
-              steps=None, record_every: int = 10) -> dict:
+def train_vit(
+    Ns,
+    seeds,
+    cfg: dict,
+    alpha_star: float,
+    alpha_hash: float,
+    *,
+    freeze_qk=False,
+    sigma=None,
+    steps=None,
+    record_every: int = 10,
+) -> dict:
     """Train one network per member ``(Ns[r], seeds[r])`` by SGD on the hinge loss, all at once.
 
     Args:
@@ -101,8 +110,9 @@ def train_vit(Ns, seeds, cfg: dict, alpha_star: float, alpha_hash: float, *, fre
     row = torch.as_tensor(np.searchsorted(useeds, seeds))
     gen = torch.Generator().manual_seed(int(seeds.sum()) * 7919 + R)
     init_qk, init_v = vit_init(R, cfg["d"], cfg["kappa"], cfg["delta"], sigma, gen)
-    model = ShallowAttention(R, cfg["d"], cfg["m"], freeze_qk=freeze_qk, init_qk=init_qk, init_v=init_v,
-                             init_o_std=0.01, generator=gen)
+    model = ShallowAttention(
+        R, cfg["d"], cfg["m"], freeze_qk=freeze_qk, init_qk=init_qk, init_v=init_v, init_o_std=0.01, generator=gen
+    )
     params = [p for p in model.parameters() if p.requires_grad]
     Nt = torch.as_tensor(Ns)
     B = cfg["batch"]
@@ -144,9 +154,15 @@ def train_vit(Ns, seeds, cfg: dict, alpha_star: float, alpha_hash: float, *, fre
         mask = torch.arange(Xtr.shape[1])[None] < Nt[:, None]
         train_h = (ltr * mask).sum(1) / Nt
     return {
-        "test_hinge": lt.numpy(), "train_hinge": train_h.numpy(), "curve_t": np.array(rec_t),
-        "test_curve": np.stack(te, 1), "train_curve": np.stack(tr, 1), "mass": np.stack(ms, 1),
-        "diverged": diverged, "A": A[:, 0].numpy(), "idx": data["idxt"][row][:, 0].numpy(),
+        "test_hinge": lt.numpy(),
+        "train_hinge": train_h.numpy(),
+        "curve_t": np.array(rec_t),
+        "test_curve": np.stack(te, 1),
+        "train_curve": np.stack(tr, 1),
+        "mass": np.stack(ms, 1),
+        "diverged": diverged,
+        "A": A[:, 0].numpy(),
+        "idx": data["idxt"][row][:, 0].numpy(),
     }
 
 
@@ -185,5 +201,4 @@ def r_squared(x, y) -> float:
     return float(1 - res.var() / max(y.var(), 1e-300))
 
 
-__all__ = ["vit_init", "make_data", "train_vit", "first_step_below", "thm1_bound", "prop1_bound", "r_squared",
-           "check_range"]
+__all__ = ["vit_init", "make_data", "train_vit", "first_step_below", "thm1_bound", "prop1_bound", "r_squared"]
