@@ -11,9 +11,9 @@ from __future__ import annotations
 PAPER_VIT = {
     "M": 5,  # orthonormal patterns
     "d": 10,  # token dimension
-    "L": None,  # tokens per sample: not stated
+    "L": 100,  # |S^n| after sparsification in Fig 2.1(a) (50 in Fig 2.1(b))
     "c0": 0.01,  # token noise (degenerate: N = 2 suffices, spec pilot)
-    "m": None,  # hidden width: not stated
+    "m": 1000,  # neurons of W_O (Sec. 2.5)
     "W_O_std": 0.01,
     "eta": None,  # SGD step: not stated
     "batch": None,

@@ -92,3 +92,14 @@ def test_bounds():
     assert sv.prop1_bound(0.5, 0.0) > sv.thm1_bound(0.5, 0.0)
     assert np.isinf(sv.thm1_bound(0.1, 0.2))
     assert sv.r_squared([1, 2, 3, 4], [2, 4, 6, 8]) == pytest.approx(1.0)
+
+
+def test_assumption_2_3_1_at_init():
+    """Our initialisation meets (2.6) up to a factor 2: ||W mu_j - mu_j|| is about sigma (values), delta (keys)."""
+    gen = torch.Generator().manual_seed(0)
+    (wk, wq), wv = sv.vit_init(200, 10, 1.0, 0.2, 0.1, gen)
+    P = pattern_bank(5, 10, rng=0).to(wk.dtype)
+    err_v = (torch.einsum("rij,mj->rmi", wv, P) - P).norm(dim=-1)
+    err_k = (torch.einsum("rij,mj->rmi", wk, P) - P).norm(dim=-1)
+    assert 0.05 < err_v.mean() < 0.2 and 0.1 < err_k.mean() < 0.4
+    assert err_k.max() < 0.5  # delta < 1/2 as the assumption asks
