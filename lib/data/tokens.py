@@ -185,3 +185,58 @@ def one_hot(tokens: torch.Tensor, V: int, dtype=None) -> torch.Tensor:
     if tokens.numel() and (int(tokens.min()) < 0 or int(tokens.max()) >= V):
         raise ValueError(f"tokens must lie in [0, {V - 1}]")
     return torch.nn.functional.one_hot(tokens.long(), V).to(_dtype(dtype))
+
+
+def pattern_bank(M: int, d: int, rng=None, dtype=None) -> torch.Tensor:
+    """``M`` orthonormal patterns in ``R^d`` (rows of the returned ``(M, d)`` tensor), a random rotation of
+    the first ``M`` unit vectors (the patterns ``mu_1, ..., mu_M`` of Sec. 2.5 of Li's thesis)."""
+    check_int("M", M, minimum=1)
+    check_int("d", d, minimum=M)
+    g = as_generator(rng)
+    q, _ = np.linalg.qr(g.standard_normal((d, d)))
+    return torch.as_tensor(q[:, :M].T.copy(), dtype=_dtype(dtype))
+
+
+def pattern_sequences(
+    labels, L: int, alpha_star: float, alpha_hash: float, patterns: torch.Tensor, noise: float, rng=None, dtype=None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token sequences made of noisy patterns, labelled by which of ``mu_1``, ``mu_2`` dominates.
+
+    A sequence of label ``+1`` holds ``round(alpha_star L)`` copies of ``mu_1`` (its label-relevant tokens),
+    ``round(alpha_hash L)`` copies of ``mu_2`` (confusion tokens), and the rest spread evenly over
+    ``mu_3, ..., mu_M`` (label-irrelevant); label ``-1`` swaps ``mu_1`` and ``mu_2``. Each token gets
+    ``noise * N(0, I)`` added and the positions are shuffled.
+
+    Args:
+        labels: array of ``±1`` labels ``(B,)``.
+        L: tokens per sequence.
+        alpha_star, alpha_hash: fractions of relevant and confusion tokens (``alpha_star > alpha_hash``,
+            ``alpha_star + alpha_hash <= 1``).
+        patterns: ``(M, d)`` pattern bank with ``M >= 3``.
+        noise: noise level ``c_0 >= 0``.
+        rng: generator or seed.
+
+    Returns:
+        tokens ``(B, L, d)`` and the pattern index of every token ``(B, L)`` (int64).
+    """
+    check_int("L", L, minimum=1)
+    check_range("alpha_star", alpha_star, 0, 1, lo_open=True)
+    check_range("alpha_hash", alpha_hash, 0, alpha_star, hi_open=True)
+    if alpha_star + alpha_hash > 1:
+        raise ValueError(f"alpha_star + alpha_hash must be <= 1, got {alpha_star + alpha_hash}")
+    check_positive("noise", noise, allow_zero=True)
+    M = patterns.shape[0]
+    if M < 3:
+        raise ValueError(f"patterns must hold M >= 3 rows, got {M}")
+    g = as_generator(rng)
+    y = np.asarray(labels)
+    B = len(y)
+    n_star, n_hash = int(round(alpha_star * L)), int(round(alpha_hash * L))
+    rest = np.arange(L - n_star - n_hash) % (M - 2) + 2
+    base = np.concatenate([np.zeros(n_star, int), np.ones(n_hash, int), rest])
+    idx = np.tile(base, (B, 1))
+    flip = y < 0
+    idx[flip] = np.where(idx[flip] < 2, 1 - idx[flip], idx[flip])
+    idx = np.take_along_axis(idx, np.argsort(g.random((B, L)), axis=1), axis=1)
+    X = patterns.numpy()[idx] + noise * g.standard_normal((B, L, patterns.shape[1]))
+    return torch.as_tensor(X, dtype=_dtype(dtype)), torch.as_tensor(idx)

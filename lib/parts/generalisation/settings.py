@@ -106,3 +106,25 @@ PAPER_GMM_TENSOR_INIT = {
 #: (eta0 = c / sum_l lambda_l (max-norm of mu_l + spectral norm of Sigma_l^1/2)^2), with c = 4 (c = 40 made the
 #: spread grow).
 GMM_DEFAULTS = {"d": 5, "K": 3, "c_step": 4.0}
+# ---- Chapter 1 (thesis ch. 2): shallow vision transformers ----
+
+PAPER_VIT = {
+    "M": 5,  # orthonormal patterns
+    "d": 10,  # token dimension
+    "L": 100,  # |S^n| after sparsification in Fig 2.1(a) (50 in Fig 2.1(b))
+    "c0": 0.01,  # token noise (degenerate: N = 2 suffices, spec pilot)
+    "m": 1000,  # neurons of W_O (Sec. 2.5)
+    "W_O_std": 0.01,
+    "eta": None,  # SGD step: not stated
+    "batch": None,
+    "sigma": 0.1,  # Fig 2.1(a)
+    "delta": 0.2,  # Fig 2.1(a)
+    "S": 100,  # |S| in Fig 2.1(a)
+    "trials": 20,
+    "success_hinge": 1e-3,
+}
+
+VIT = {
+    "M": 5, "d": 10, "L": 30, "c0": 0.3, "m": 100, "eta": 0.5, "batch": 16, "steps": 300,
+    "sigma": 0.1, "delta": 0.2, "kappa": 1.0, "n_test": 500, "success_hinge": 1e-3,
+}

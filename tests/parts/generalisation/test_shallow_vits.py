@@ -1,0 +1,105 @@
+"""Tests of the shallow-ViT chapter's code: model, data, success maps, training."""
+
+import numpy as np
+import pytest
+import torch
+
+from lib.data.tokens import pattern_bank, pattern_sequences
+from lib.models.shallow_attention import ShallowAttention, attention_mass
+from lib.parts.generalisation import settings
+from lib.parts.generalisation import shallow_vits as sv
+from lib.success import fit_boundary, success_map
+
+CFG = dict(settings.VIT, L=10, m=8, steps=5, n_test=20)
+
+
+def test_attention_rows_sum_to_one():
+    model = ShallowAttention(3, 4, 6, generator=torch.Generator().manual_seed(0))
+    X = torch.randn(3, 2, 5, 4)
+    A = model.attention(X)
+    assert A.shape == (3, 2, 5, 5)
+    assert torch.allclose(A.sum(-1), torch.ones(3, 2, 5))
+    assert model(X).shape == (3, 2)
+    keys = torch.zeros(3, 2, 5, dtype=torch.bool)
+    keys[..., :2] = True
+    mass = attention_mass(A, keys)
+    assert mass.shape == (3, 2) and (mass >= 0).all() and (mass <= 1 + 1e-6).all()
+
+
+def test_runs_are_independent():
+    g = torch.Generator().manual_seed(1)
+    model = ShallowAttention(2, 4, 6, generator=g)
+    X = torch.randn(2, 3, 5, 4)
+    out = model(X)
+    X2 = X.clone()
+    X2[1] += 1.0
+    assert torch.allclose(model(X2)[0], out[0])
+
+
+def test_freeze_flags_and_bad_args():
+    model = ShallowAttention(1, 4, 6, freeze_qk=True)
+    assert not model.W_K.requires_grad and model.W_V.requires_grad
+    with pytest.raises(ValueError, match="readout"):
+        ShallowAttention(1, 4, 6, readout="max")
+    with pytest.raises(ValueError, match="m"):
+        ShallowAttention(1, 4, 1)
+    with pytest.raises(ValueError, match="X"):
+        model(torch.randn(2, 1, 3, 4))
+
+
+def test_pattern_data_counts():
+    P = pattern_bank(5, 10, rng=0)
+    assert torch.allclose(P @ P.T, torch.eye(5, dtype=P.dtype), atol=1e-6)
+    y = np.array([1.0, -1.0])
+    X, idx = pattern_sequences(y, 20, 0.4, 0.1, P, 0.0, rng=0)
+    assert X.shape == (2, 20, 10)
+    assert (idx[0] == 0).sum() == 8 and (idx[0] == 1).sum() == 2
+    assert (idx[1] == 1).sum() == 8 and (idx[1] == 0).sum() == 2
+    with pytest.raises(ValueError, match="alpha_hash"):
+        pattern_sequences(y, 20, 0.3, 0.4, P, 0.0)
+    with pytest.raises(ValueError, match="noise"):
+        pattern_sequences(y, 20, 0.3, 0.1, P, -1.0)
+
+
+def test_success_map_and_boundary():
+    def run_fn(x, Ns, seeds):
+        return Ns >= x
+
+    s = success_map(run_fn, [4, 16], [2, 4, 8, 16, 32], [0, 1])
+    assert s.shape == (2, 5, 2)
+    nstar = fit_boundary(s, [2, 4, 8, 16, 32])
+    assert np.allclose(nstar, [np.sqrt(2 * 4), np.sqrt(8 * 16)])  # log-linear midpoints
+    assert np.isnan(fit_boundary(np.zeros((1, 3)), [1, 2, 3]))[0]
+    with pytest.raises(ValueError, match="level"):
+        fit_boundary(s, [2, 4, 8, 16, 32], level=0)
+    with pytest.raises(ValueError, match="Ns"):
+        success_map(run_fn, [1], [0], [0])
+
+
+def test_training_is_reproducible_and_members_share_data():
+    a = sv.train_vit([4, 8], [0, 0], CFG, 0.5, 0.0)
+    b = sv.train_vit([4, 8], [0, 0], CFG, 0.5, 0.0)
+    assert np.array_equal(a["test_hinge"], b["test_hinge"])
+    d1 = sv.make_data([0], 4, 5, CFG, 0.5, 0.0)
+    d2 = sv.make_data([0], 8, 5, CFG, 0.5, 0.0)
+    assert torch.equal(d1["X"][0, :4], d2["X"][0, :4])
+    assert a["mass"].shape[0] == 2 and not a["diverged"].any()
+    with pytest.raises(ValueError, match="Ns"):
+        sv.train_vit([0], [0], CFG, 0.5, 0.0)
+
+
+def test_bounds():
+    assert sv.prop1_bound(0.5, 0.0) > sv.thm1_bound(0.5, 0.0)
+    assert np.isinf(sv.thm1_bound(0.1, 0.2))
+    assert sv.r_squared([1, 2, 3, 4], [2, 4, 6, 8]) == pytest.approx(1.0)
+
+
+def test_assumption_2_3_1_at_init():
+    """Our initialisation meets (2.6) up to a factor 2: ||W mu_j - mu_j|| is about sigma (values), delta (keys)."""
+    gen = torch.Generator().manual_seed(0)
+    (wk, wq), wv = sv.vit_init(200, 10, 1.0, 0.2, 0.1, gen)
+    P = pattern_bank(5, 10, rng=0).to(wk.dtype)
+    err_v = (torch.einsum("rij,mj->rmi", wv, P) - P).norm(dim=-1)
+    err_k = (torch.einsum("rij,mj->rmi", wk, P) - P).norm(dim=-1)
+    assert 0.05 < err_v.mean() < 0.2 and 0.1 < err_k.mean() < 0.4
+    assert err_k.max() < 0.5  # delta < 1/2 as the assumption asks
