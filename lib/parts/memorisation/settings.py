@@ -42,21 +42,8 @@ RECALL_QUICK = {
     "finetune": (150, 150),
     "seeds": 1,
 }
-#: CPU stand-in, full mode.
-RECALL_FULL = {
-    "n_chars": 24,
-    "d": 64,
-    "T": 64,
-    "batch": 32,
-    "alpha": 0.5,
-    "lr": 0.03,
-    "momentum": 0.9,
-    "weight_decay": 1e-4,
-    "n_test": 512,
-    "steps": 500,
-    "finetune": (300, 300),
-    "seeds": 3,
-}
+#: CPU stand-in, full mode: quick mode's model with the full test set, fine-tuning phases and three seeds.
+RECALL_FULL = dict(RECALL_QUICK, n_test=512, finetune=(300, 300), seeds=3)
 #: Full mode's larger alphabet (64 characters, batch 64, 1500 steps; one seed).
 RECALL_FULL_WIDE = dict(RECALL_FULL, n_chars=64, batch=64, steps=1500, seeds=1)
 #: The thesis's own size (about 1.3 TFLOP a step; a GPU configuration, never run by the book).
