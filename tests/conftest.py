@@ -28,3 +28,12 @@ def _default_dtype_is_restored():
     before = torch.get_default_dtype()
     yield
     assert torch.get_default_dtype() == before, "a test changed torch's default dtype and did not restore it"
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """One torch thread for a module of tiny sparse products (much faster on a busy machine), restored after."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)

@@ -7,13 +7,7 @@ import torch
 from lib.graphs import sampling
 from lib.parts.generalisation import gcn_sampling as gs
 
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny sparse products: one thread is much faster on a busy machine
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")
