@@ -14,9 +14,20 @@ the least sensitive to load (measured: 0.3 ms against 20 ms per small op with 2 
 
 from __future__ import annotations
 
+import atexit
+import json
+import os
+import resource
+import sys
+import tempfile
+from pathlib import Path
+
 import numpy as np
 
 from . import claims, config, plots
+
+#: what this kernel has measured about itself for the build's report (see :func:`note_widget_frames`)
+_resources: dict = {"widgets": [], "registered": False}
 
 
 def setup(
@@ -52,4 +63,46 @@ def setup(
     config.set_float64(float64)
     rng = config.seed_everything(seed)
     claims.chapter(slug, title, work=work)
+    if resources_dir() is not None and not _resources["registered"]:
+        atexit.register(write_resources)
+        _resources["registered"] = True
     return rng
+
+
+def resources_dir() -> Path | None:
+    """Directory of the per-chapter resource records (``ELD_RESOURCES_DIR``, set by the book's build), or None."""
+    value = os.environ.get("ELD_RESOURCES_DIR")
+    return Path(value) if value else None
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process so far, in MiB (``getrusage``; kilobytes on Linux, bytes on macOS)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (2**20 if sys.platform == "darwin" else 2**10)
+
+
+def note_widget_frames(seconds) -> None:
+    """Record the wall-clock seconds of one widget's frames (its callback: compute and render) for the build's
+    report, and write the chapter's resource record at once."""
+    values = np.asarray(seconds, dtype=float).ravel()
+    if values.size == 0 or not np.all(np.isfinite(values)) or np.any(values < 0):
+        raise ValueError(f"seconds must be a non-empty array of finite times >= 0, got {seconds!r}")
+    _resources["widgets"].append(
+        {"frames": int(values.size), "median_s": float(np.median(values)), "max_s": float(values.max())}
+    )
+    write_resources()
+
+
+def write_resources() -> None:
+    """Write this chapter's resource record (peak memory so far, widget callback times) to
+    ``$ELD_RESOURCES_DIR/<document>.json``, atomically; nothing happens outside a book build."""
+    directory = resources_dir()
+    docname = os.environ.get("ELD_DOCNAME")
+    if directory is None or not docname:
+        return
+    directory.mkdir(parents=True, exist_ok=True)
+    payload = {"peak_rss_mb": round(peak_rss_mb(), 1), "widgets": _resources["widgets"]}
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".json")
+    with os.fdopen(fd, "w") as fh:
+        json.dump(payload, fh, indent=1)
+    os.replace(tmp, directory / (docname.replace("/", "__") + ".json"))

@@ -18,11 +18,13 @@ import html
 import io
 import itertools
 import json
+import time
 import uuid
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from . import chapter
 from .config import check_int, pick
 
 STATIC_MARKER = "data-eld-static"
@@ -78,11 +80,15 @@ def static_grid(sliders: dict[str, list], static: dict[str, Sequence] | None, ma
 def static_html(plot_fn: Callable, grid: dict[str, list], initial: dict, *, dpi: int = 72, caption: str = "") -> str:
     """The static form: every combination of ``grid`` rendered once, and one JavaScript control per slider."""
     names = list(grid)
-    frames = {}
+    frames, seconds = {}, []
     for combo in itertools.product(*[range(len(grid[n])) for n in names]):
         values = {n: _native(grid[n][i]) for n, i in zip(names, combo)}
+        start = time.perf_counter()
         png = render_png(plot_fn(**values), dpi=dpi)
+        seconds.append(time.perf_counter() - start)
         frames["_".join(map(str, combo))] = "data:image/png;base64," + base64.b64encode(png).decode()
+    # each frame is one call of the live widget's callback: the build reports its time per chapter
+    chapter.note_widget_frames(seconds)
     start = []
     for n in names:
         opts = grid[n]

@@ -181,6 +181,17 @@ def test_chapter_within_quick_budget(docname):
         f"{docname} used {spent} s of CPU ({timings[docname]['runtime_s']} s wall), budget {budget} s")
 
 
+@pytest.mark.parametrize("docname", _toc_chapters())
+def test_chapter_resources_reported(docname):
+    """The build's report carries each chapter's peak memory and, where it has a static widget, the time of its
+    widget callback (speed targets are the benchmark's business: this only checks they are measured)."""
+    timings = json.loads((BUILD / "timings.json").read_text())
+    assert timings[docname].get("peak_rss_mb", 0) > 0, f"{docname}: no peak memory in timings.json"
+    page = (BUILD / "html" / f"{docname}.html").read_text()
+    if "data-eld-static" in page:
+        assert "widget_median_s" in timings[docname], f"{docname}: its widget's callback time was not recorded"
+
+
 def _cheapest_chapters(n):
     path = BUILD / "timings.json"
     if not path.exists():

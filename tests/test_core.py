@@ -198,3 +198,33 @@ def test_cobweb_and_plot_helpers_draw_what_they_say():
     plt.close(fig)
     net = CondUNet(UNetConfig(channels=(8, 8)))
     assert num_params(net) == sum(p.numel() for p in net.parameters() if p.requires_grad)
+
+
+def test_chapter_resources_record_widget_times_and_memory(tmp_path, monkeypatch):
+    """In a build, each static widget's frame times and the kernel's peak memory reach the chapter's record."""
+    import json
+
+    import matplotlib.pyplot as plt
+
+    from lib import chapter
+
+    monkeypatch.setenv("ELD_RESOURCES_DIR", str(tmp_path))
+    monkeypatch.setenv("ELD_DOCNAME", "notebooks/part/01_x")
+    monkeypatch.setitem(chapter._resources, "widgets", [])
+
+    def draw(a):
+        fig, ax = plt.subplots()
+        ax.plot([0, 1], [0, a])
+        return fig
+
+    widgets.slider_figure(draw, {"a": [0.0, 0.5, 1.0]})
+    record = json.loads((tmp_path / "notebooks__part__01_x.json").read_text())
+    assert record["peak_rss_mb"] > 10
+    assert len(record["widgets"]) == 1 and record["widgets"][0]["frames"] == 3
+    assert 0 <= record["widgets"][0]["median_s"] <= record["widgets"][0]["max_s"]
+    assert not list(tmp_path.glob(".tmp-*"))  # written atomically
+    for bad in ([], [float("nan")], [-1.0]):
+        with pytest.raises(ValueError, match="seconds"):
+            chapter.note_widget_frames(bad)
+    monkeypatch.delenv("ELD_RESOURCES_DIR")
+    chapter.write_resources()  # outside a build: nothing to write, no error

@@ -40,6 +40,11 @@ def _claims_file(app, docname: str) -> Path:
     return _claims_dir(app) / (docname.replace("/", "__") + ".json")
 
 
+def _resources_file(app, docname: str) -> Path:
+    # written by the chapter's kernel (lib.chapter): peak memory and widget callback times
+    return _build_root(app) / "resources" / (docname.replace("/", "__") + ".json")
+
+
 class claims_report_node(nodes.General, nodes.Element):
     pass
 
@@ -56,13 +61,14 @@ class ClaimsReportDirective(SphinxDirective):
 def on_builder_inited(app):
     _claims_dir(app).mkdir(parents=True, exist_ok=True)
     os.environ["ELD_CLAIMS_DIR"] = str(_claims_dir(app))
+    os.environ["ELD_RESOURCES_DIR"] = str(_build_root(app) / "resources")
 
 
 def on_env_purge_doc(app, env, docname):
     getattr(env, "eld_cpu", {}).pop(docname, None)
-    path = _claims_file(app, docname)
-    if path.exists():
-        path.unlink()
+    for path in (_claims_file(app, docname), _resources_file(app, docname)):
+        if path.exists():
+            path.unlink()
 
 
 def _children_cpu() -> float:
@@ -270,14 +276,27 @@ def on_build_finished(app, exception):
             cpu = getattr(app.env, "eld_cpu", {}).get(docname)
             if cpu is not None:
                 timings[docname]["cpu_s"] = round(float(cpu), 1)
+            res = _resources_file(app, docname)
+            if res.exists():
+                try:
+                    record = json.loads(res.read_text())
+                    timings[docname]["peak_rss_mb"] = float(record["peak_rss_mb"])
+                    widgets = record.get("widgets", [])
+                    if widgets:  # the slowest widget of the chapter: its median and slowest frame
+                        timings[docname]["widget_median_s"] = round(max(w["median_s"] for w in widgets), 3)
+                        timings[docname]["widget_max_s"] = round(max(w["max_s"] for w in widgets), 3)
+                except (ValueError, KeyError, TypeError):
+                    logger.info(f"unreadable resource record {res.name}: ignored")
     if not timings:
         return
     (_build_root(app) / "timings.json").write_text(json.dumps(timings, indent=1))
     mode = os.environ.get("BOOK_MODE", "full")
-    lines = [f"Notebook execution times ({mode} mode), wall and kernel CPU:"]
+    lines = [f"Notebook execution times ({mode} mode): wall, kernel CPU, kernel peak memory, widget callback "
+             "(median frame of the chapter's slowest widget):"]
+    nan = float("nan")
     for docname, t in timings.items():
-        lines.append(f"  {t['runtime_s']:8.1f} s {t.get('cpu_s', float('nan')):8.1f} s  {docname}"
-                     f"{'' if t['succeeded'] else '  (FAILED)'}")
+        lines.append(f"  {t['runtime_s']:8.1f} s {t.get('cpu_s', nan):8.1f} s {t.get('peak_rss_mb', nan):7.0f} MiB "
+                     f"{t.get('widget_median_s', nan):6.2f} s  {docname}{'' if t['succeeded'] else '  (FAILED)'}")
     lines.append(f"  {sum(t['runtime_s'] for t in timings.values()):8.1f} s "
                  f"{sum(t.get('cpu_s', 0.0) for t in timings.values()):8.1f} s  total")
     logger.info("\n".join(lines), color="green")
