@@ -77,9 +77,12 @@ def static_grid(sliders: dict[str, list], static: dict[str, Sequence] | None, ma
     return grid
 
 
-def static_html(plot_fn: Callable, grid: dict[str, list], initial: dict, *, dpi: int = 72, caption: str = "") -> str:
-    """The static form: every combination of ``grid`` rendered once, and one JavaScript control per slider."""
+def static_html(plot_fn: Callable, grid: dict[str, list], initial: dict, *, dpi: int = 72, caption: str = "",
+                labels: dict[str, str] | None = None) -> str:
+    """The static form: every combination of ``grid`` rendered once, and one JavaScript control per slider
+    (named by ``labels[name]`` where given)."""
     names = list(grid)
+    shown = {n: (labels or {}).get(n, n) for n in names}
     frames, seconds = {}, []
     for combo in itertools.product(*[range(len(grid[n])) for n in names]):
         values = {n: _native(grid[n][i]) for n, i in zip(names, combo)}
@@ -99,26 +102,28 @@ def static_html(plot_fn: Callable, grid: dict[str, list], initial: dict, *, dpi:
     uid = "eld-" + uuid.uuid4().hex[:10]
     controls = []
     for j, n in enumerate(names):
-        labels = json.dumps([_fmt(v) for v in grid[n]])
+        values = json.dumps([_fmt(v) for v in grid[n]])
         if len(grid[n]) == 1:  # a fixed parameter is text, not a slider that cannot move
             controls.append(
                 f'<div style="display:flex;align-items:center;gap:0.6em;margin:2px 0">'
-                f'<span style="min-width:9em;font-family:monospace">{html.escape(n)}</span>'
-                f'<input type="hidden" value="0" data-labels=\'{html.escape(labels)}\'>'
+                f'<span class="eld-widget-label" style="min-width:9em">{html.escape(shown[n])}</span>'
+                f'<input type="hidden" value="0" data-labels=\'{html.escape(values)}\'>'
                 f'<output style="font-family:monospace">{html.escape(_fmt(grid[n][0]))}</output>'
                 f'<span style="font-size:85%;color:#777">(fixed here; a slider in Jupyter)</span></div>'
             )
             continue
         controls.append(
             f'<label style="display:flex;align-items:center;gap:0.6em;margin:2px 0">'
-            f'<span style="min-width:9em;font-family:monospace">{html.escape(n)}</span>'
+            f'<span class="eld-widget-label" style="min-width:9em">{html.escape(shown[n])}</span>'
             f'<input type="range" min="0" max="{len(grid[n]) - 1}" step="1" value="{start[j]}" '
-            f'data-labels=\'{html.escape(labels)}\' style="flex:1;max-width:24em" aria-label="{html.escape(n)}">'
+            f'data-labels=\'{html.escape(values)}\' style="flex:1;max-width:24em" aria-label="{html.escape(shown[n])}">'
             f'<output style="min-width:5em;font-family:monospace">{html.escape(_fmt(grid[n][start[j]]))}</output>'
             f"</label>"
         )
     first = frames["_".join(map(str, start))]
-    cap = f'<div style="font-size:90%;color:#555">{html.escape(caption)}</div>' if caption else ""
+    alt = (caption or "figure") + " (for the values chosen with the controls above)"
+    cap = (f'<div class="eld-widget-caption" style="font-size:90%;color:#555">{html.escape(caption)}</div>'
+           if caption else "")
     note = (
         '<div style="font-size:80%;color:#777">Static form: frames precomputed when the book was built. '
         "Run the notebook in Jupyter for the live widget with finer sliders.</div>"
@@ -146,7 +151,7 @@ def static_html(plot_fn: Callable, grid: dict[str, list], initial: dict, *, dpi:
     return (
         f'<div id="{uid}" class="eld-static-widget" {STATIC_MARKER}="1" style="border:1px solid #ddd;'
         f'border-radius:6px;padding:8px;margin:6px 0">{cap}{"".join(controls)}'
-        f'<img src="{first}" style="max-width:100%" alt="figure for the chosen slider values">'
+        f'<img src="{first}" style="max-width:100%" alt="{html.escape(alt)}">'
         f'<script type="application/json">{json.dumps(frames)}</script>{note}</div>{script}'
     )
 
@@ -158,13 +163,15 @@ def _is_number(x) -> bool:
 class SliderFigure:
     """A figure driven by sliders; display it as the last expression of a cell (see :func:`slider_figure`)."""
 
-    def __init__(self, plot_fn, sliders, static, initial, dpi, caption, max_frames):
+    def __init__(self, plot_fn, sliders, static, initial, dpi, caption, max_frames, labels=None):
         self.plot_fn = plot_fn
         self.sliders = sliders
         self.initial = initial
         self.dpi = dpi
+        self.caption = caption
+        self.labels = {n: (labels or {}).get(n, n) for n in sliders}
         self.grid = static_grid(sliders, static, max_frames)
-        self.html = static_html(plot_fn, self.grid, initial, dpi=dpi, caption=caption)
+        self.html = static_html(plot_fn, self.grid, initial, dpi=dpi, caption=caption, labels=self.labels)
         self._widget = None
 
     @property
@@ -180,11 +187,12 @@ class SliderFigure:
                 if not any(o[1] == value for o in opts):
                     value = opts[len(opts) // 2][1]
                 if all(_is_number(v) for v in values):
-                    controls[name] = w.SelectionSlider(options=opts, value=value, description=name,
+                    controls[name] = w.SelectionSlider(options=opts, value=value, description=self.labels[name],
                                                        continuous_update=False,
                                                        style={"description_width": "initial"})
                 else:
-                    controls[name] = w.Dropdown(options=opts, value=value, description=name)
+                    controls[name] = w.Dropdown(options=opts, value=value, description=self.labels[name],
+                                                style={"description_width": "initial"})
             image = w.Image(format="png")
 
             def redraw(_=None):
@@ -193,7 +201,8 @@ class SliderFigure:
             for c in controls.values():
                 c.observe(redraw, names="value")
             redraw()
-            self._widget = w.VBox([*controls.values(), image])
+            parts = [w.HTML(f"<i>{html.escape(self.caption)}</i>")] if self.caption else []
+            self._widget = w.VBox([*parts, *controls.values(), image])
         return self._widget
 
     def _repr_mimebundle_(self, include=None, exclude=None):
@@ -212,6 +221,7 @@ def slider_figure(
     dpi: int = 72,
     caption: str = "",
     max_frames: int | None = None,
+    labels: dict[str, str] | None = None,
 ) -> SliderFigure:
     """A slider-driven figure with a live form in Jupyter and a static form in the HTML book.
 
@@ -222,8 +232,9 @@ def slider_figure(
             static form holds every combination, thinned to at most ``max_frames`` frames.
         initial: parameter name -> starting value (default: the middle of each list).
         dpi: resolution of the rendered frames.
-        caption: a line shown above the static form.
+        caption: one line above the controls (live and static): what to look for.
         max_frames: cap on the static frames (default 16 in quick mode, 60 in full mode).
+        labels: parameter name -> the words its control shows (default: the name).
     """
     if not callable(plot_fn):
         raise ValueError("plot_fn must be callable")
@@ -243,4 +254,12 @@ def slider_figure(
         max_frames = pick(quick=16, full=60)
     check_int("max_frames", max_frames, minimum=1, maximum=400)
     check_int("dpi", dpi, minimum=20, maximum=300)
-    return SliderFigure(plot_fn, clean, static, dict(initial or {}), dpi, caption, max_frames)
+    if not isinstance(caption, str):
+        raise ValueError(f"caption must be a string, got {caption!r}")
+    if labels is not None:
+        if not isinstance(labels, dict) or not all(isinstance(v, str) and v.strip() for v in labels.values()):
+            raise ValueError("labels must be a dict name -> non-empty string")
+        unknown = set(labels) - set(clean)
+        if unknown:
+            raise ValueError(f"labels names {sorted(unknown)} are not among sliders {sorted(clean)}")
+    return SliderFigure(plot_fn, clean, static, dict(initial or {}), dpi, caption, max_frames, labels)

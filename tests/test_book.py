@@ -182,6 +182,19 @@ def test_chapter_within_quick_budget(docname):
 
 
 @pytest.mark.parametrize("docname", _toc_chapters())
+def test_widgets_speak_to_readers(docname):
+    """Each static widget says in one line what to look for, and its controls are named in words, not in the
+    Python names of the drawing function (no underscores)."""
+    import re
+
+    page = (BUILD / "html" / f"{docname}.html").read_text()
+    n_widgets = page.count('class="eld-static-widget"')
+    assert page.count('class="eld-widget-caption"') >= n_widgets, f"{docname}: a widget without a caption"
+    labels = re.findall(r'class="eld-widget-label"[^>]*>([^<]*)</span>', page)
+    assert not [x for x in labels if "_" in x], f"{docname}: controls named by Python names: {labels}"
+
+
+@pytest.mark.parametrize("docname", _toc_chapters())
 def test_chapter_resources_reported(docname):
     """The build's report carries each chapter's peak memory and, where it has a static widget, the time of its
     widget callback (speed targets are the benchmark's business: this only checks they are measured)."""

@@ -157,6 +157,14 @@ def test_slider_figure_has_live_and_static_forms():
     fixed = widgets.slider_figure(draw, {"a": [0.0, 0.5, 1.0], "label": ["x", "y"]}, static={"label": ["x"]})
     page = fixed._repr_mimebundle_()["text/html"]
     assert page.count('type="range"') == 1 and 'type="hidden"' in page  # a fixed parameter is text
+    named = widgets.slider_figure(draw, {"a": [0.0, 1.0], "label": ["x"]}, labels={"a": "slope of the line"},
+                                  caption="the line tilts as the slope grows")
+    page = named._repr_mimebundle_()["text/html"]
+    assert ">slope of the line</span>" in page and ">label</span>" in page
+    assert 'class="eld-widget-caption"' in page and 'alt="the line tilts' in page
+    assert named.widget.children[1].description == "slope of the line"
+    with pytest.raises(ValueError, match="labels"):
+        widgets.slider_figure(draw, {"a": [1]}, labels={"b": "bee"})
 
 
 def test_environment_not_polluted():
