@@ -94,11 +94,11 @@ def equal_k_sharpness(X: torch.Tensor, k_values) -> np.ndarray:
 
 def run_teacher_student(X, y, theta0, *, lr: float, epochs: int, decay_to: float | None = None,
                         decay_epochs: int = 0, sharp_every: int = 1) -> dict:
-    """Full-batch GD on Eq. (20) from ``theta0`` (``lib.train.train``), optionally followed by
-    ``decay_epochs``
-    steps at ``decay_to``. Records loss and ratios every step, the sharpness (Lanczos on HVPs) every
-    ``sharp_every`` steps. Returns dict of NumPy arrays ``step``, ``loss``, ``lr``, ``ratios`` (T, d),
-    ``sharp_step``, ``sharpness`` and the final ``theta``.
+    """Full-batch GD on Eq. (20) from ``theta0`` (``lib.train.train``), optionally followed by ``decay_epochs``
+    steps at ``decay_to``. Records loss and ratios every step, the sharpness every ``sharp_every`` steps (a
+    :class:`lib.curvature.SharpnessTracker`: warm-started from the previous eigenvector, certified by its
+    residual to a relative ``1e-6``, Lanczos where it cannot certify). Returns dict of NumPy arrays ``step``,
+    ``loss``, ``lr``, ``ratios`` (T, d), ``sharp_step``, ``sharpness`` and the final ``theta``.
     """
     from lib.train import piecewise, train
 
@@ -115,11 +115,12 @@ def run_teacher_student(X, y, theta0, *, lr: float, epochs: int, decay_to: float
         schedule = piecewise([epochs], [1.0, decay_to / lr])
         total = epochs + decay_epochs
 
+    tracker = curvature.SharpnessTracker(tol=1e-6)
+
     def record(theta, step):
         out = {"ratios": ts_ratios(theta.detach(), d)}
         if step % sharp_every == 0 or step == total:
-            lam, _ = curvature.hessian_top_eigenpairs(loss, theta.detach(), k=1, tol=1e-6)
-            out["sharpness"] = float(lam[0])
+            out["sharpness"] = float(tracker(loss, theta.detach()))
         else:
             out["sharpness"] = float("nan")
         return out
@@ -155,19 +156,24 @@ def line_search_minimum(loss, theta: torch.Tensor, g: torch.Tensor, eta: float, 
 
 
 def cross_section(loss, theta: torch.Tensor, eta: float, *, eig_method: str = "lanczos",
-                  min_sharpness: float = 0.0) -> dict:
+                  min_sharpness: float = 0.0, tracker: curvature.SharpnessTracker | None = None) -> dict:
     """Statistics of one GD iterate ``theta`` (n,) used in Figs 9-11:
 
     ``sharpness`` (top Hessian eigenvalue, lib.curvature), ``cos`` (the absolute cosine between the gradient and v1),
     ``c_star`` (Def 5), and
     the derivatives ``f2, f3, f4`` at ``c = 0`` of ``c -> loss(theta_tilde + c g/||g||)`` through the line-
     search minimum along the unit gradient (nested forward-mode AD), with ``cond = 3 f3^2 - f2 f4``. The line
-    search and the derivatives are skipped (NaN) when the sharpness is below ``min_sharpness``.
+    search and the derivatives are skipped (NaN) when the sharpness is below ``min_sharpness``. Along a training
+    run pass a ``tracker`` (:class:`lib.curvature.SharpnessTracker`): the top eigenpair is then warm-started from
+    the previous call and certified by its residual instead of computed from scratch with ``eig_method``.
     """
     theta = theta.detach()
     g = grad(loss)(theta)
-    lam, vec = curvature.hessian_top_eigenpairs(loss, theta, k=1, method=eig_method, tol=1e-6)
-    v1 = vec[:, 0]
+    if tracker is not None:
+        lam, v1 = [tracker(loss, theta)], tracker.vector
+    else:
+        lam, vec = curvature.hessian_top_eigenpairs(loss, theta, k=1, method=eig_method, tol=1e-6)
+        v1 = vec[:, 0]
     cos = float((g @ v1).abs() / (g.norm() * v1.norm() + 1e-300))
     out = dict(sharpness=float(lam[0]), cos=cos, gnorm=float(g.norm()), c_star=float("nan"), f2=float("nan"),
                f3=float("nan"), f4=float("nan"), cond=float("nan"))
@@ -207,6 +213,7 @@ def run_mlp_eos(X, y, *, depth: int, lr: float, epochs: int, seed: int = 0, widt
     theta0, loss = curvature.flatten_module(model, lambda call: ((call(X) - y) ** 2).mean())
     keys = ("sharpness", "cos", "c_star", "f2", "f3", "f4", "cond")
     kept = []
+    tracker = curvature.SharpnessTracker(tol=1e-6)
 
     def record(theta, step):
         if keep_params_every and step % keep_params_every == 0:
@@ -214,7 +221,8 @@ def run_mlp_eos(X, y, *, depth: int, lr: float, epochs: int, seed: int = 0, widt
         keep = bool(keep_params_every) and step % keep_params_every == 0
         if step % stats_every and not keep:
             return {k: float("nan") for k in keys}
-        s = cross_section(loss, theta.detach(), lr, min_sharpness=0.0 if keep else cond_frac * 2.0 / lr)
+        s = cross_section(loss, theta.detach(), lr, min_sharpness=0.0 if keep else cond_frac * 2.0 / lr,
+                          tracker=tracker)
         return {k: s[k] for k in keys}
 
     theta = theta0.detach().clone()
