@@ -63,8 +63,64 @@ def use_style() -> None:
         shell = None
     if shell is not None and getattr(shell, "kernel", None) is not None:
         shell.run_line_magic("matplotlib", "inline")
+        _describe_inline_figures(shell)
     mpl.rcParams.update(STYLE)
     mpl.rcParams["axes.prop_cycle"] = cycler(color=PALETTE)
+
+
+def _plain(text: str) -> str:
+    """Text of a matplotlib label for a reader who cannot see it: TeX commands as words, dollars and braces
+    dropped."""
+    import re
+
+    words = {"times": " × ", "cdot": " · ", "sqrt": " sqrt ", "approx": " ≈ ", "le": " ≤ ", "ge": " ≥ ",
+             "to": " → ", "infty": "∞"}
+    quiet = {"mathcal", "mathrm", "mathbf", "mathit", "operatorname", "left", "right", "big", "Big", "bar", "hat",
+             "tilde", "text", "mathbb", "boldsymbol", ",", ";", "!"}
+
+    def word(m):
+        return " " if m.group(1) in quiet else words.get(m.group(1), f" {m.group(1)} ")
+
+    text = re.sub(r"\\([A-Za-z]+|[,;!])", word, text)
+    return " ".join(re.sub(r"[${}^_\\|]", " ", text).split())
+
+
+def figure_description(fig) -> str:
+    """A text description of a figure built from what it shows: its title, and each panel's title and axis
+    labels (colour bars skipped). The book uses it as the alt text of every figure."""
+    parts = []
+    title = fig._suptitle.get_text() if getattr(fig, "_suptitle", None) is not None else ""
+    panels = [ax for ax in fig.axes if ax.get_label() != "<colorbar>" and ax.get_visible()]
+    for ax in panels:
+        bits = [_plain(ax.get_title() or ax.get_title("left") or "")]
+        x, y = _plain(ax.get_xlabel()), _plain(ax.get_ylabel())
+        if x or y:
+            bits.append(f"{y or 'value'} against {x or 'index'}")
+        bits = [b for b in bits if b]
+        if bits:
+            parts.append(": ".join(bits))
+    head = _plain(title) or (f"A figure of {len(panels)} panels" if len(panels) > 1 else "A figure")
+    return head + (". " + "; ".join(parts) if parts else "") + "."
+
+
+def _describe_inline_figures(shell) -> None:
+    """Make the inline backend write :func:`figure_description` into each figure's PNG (the ``Description``
+    text chunk), from which the book's build takes the image's alt text."""
+    from matplotlib.figure import Figure
+
+    png = shell.display_formatter.formatters["image/png"]
+    try:
+        inner = png.lookup_by_type(Figure)
+    except KeyError:
+        return
+    if getattr(inner, "eld_described", False):
+        return
+
+    def show(fig, **kwargs):
+        return inner(fig, metadata={"Description": figure_description(fig)}, **kwargs)
+
+    show.eld_described = True
+    png.for_type(Figure, show)
 
 
 def phase_heatmap(ax, x, y, values, *, xlabel: str, ylabel: str, cbar_label: str = "", cmap="RdBu_r", **kw):

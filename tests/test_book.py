@@ -195,6 +195,19 @@ def test_widgets_speak_to_readers(docname):
 
 
 @pytest.mark.parametrize("docname", _toc_chapters())
+def test_figures_have_descriptive_alt_text(docname):
+    """Every figure a chapter draws carries a description of what it shows (titles and axis labels), not the
+    path of its image file."""
+    import re
+
+    page = (BUILD / "html" / f"{docname}.html").read_text()
+    alts = [m.group(1) for m in re.finditer(r'<img alt="([^"]*)" src="\.\./\./_images/', page)]
+    assert alts, f"{docname}: no figure found"
+    bad = [a for a in alts if not a.strip() or a.endswith(".png") or "_images" in a]
+    assert not bad, f"{docname}: figures without a description: {bad[:3]}"
+
+
+@pytest.mark.parametrize("docname", _toc_chapters())
 def test_chapter_resources_reported(docname):
     """The build's report carries each chapter's peak memory and, where it has a static widget, the time of its
     widget callback (speed targets are the benchmark's business: this only checks they are measured)."""

@@ -236,3 +236,20 @@ def test_chapter_resources_record_widget_times_and_memory(tmp_path, monkeypatch)
             chapter.note_widget_frames(bad)
     monkeypatch.delenv("ELD_RESOURCES_DIR")
     chapter.write_resources()  # outside a build: nothing to write, no error
+
+
+def test_figure_description_reads_titles_and_labels():
+    import matplotlib.pyplot as plt
+
+    from lib.plots import figure_description
+
+    fig, axes = plt.subplots(1, 2)
+    fig.suptitle("Fig 2: the four phases")
+    axes[0].set_title(r"(a) loss $\mathcal{L}_{G_4}$")
+    axes[0].set_xlabel("step")
+    axes[0].set_ylabel(r"$\eta\sigma_1^2$")
+    fig.colorbar(axes[1].imshow([[1, 2], [3, 4]]), ax=axes[1])
+    text = figure_description(fig)
+    plt.close(fig)
+    assert text.startswith("Fig 2: the four phases.") and "(a) loss L G 4: eta sigma 1 2 against step" in text
+    assert "$" not in text and "\\" not in text

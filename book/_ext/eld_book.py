@@ -263,6 +263,43 @@ def on_doctree_resolved(app, doctree, fromdocname):
             node.replace_self(nodes.paragraph(text="See the HTML book for the claims report."))
 
 
+def _png_description(path: Path) -> str:
+    """The ``Description`` text chunk of a PNG (written by the book's inline figures), or ``""``."""
+    try:
+        from PIL import Image
+
+        with Image.open(path) as im:
+            return str(getattr(im, "text", {}).get("Description", ""))
+    except Exception:  # noqa: BLE001 - a figure without a description keeps its default alt text
+        return ""
+
+
+def on_doctree_resolved_figures(app, doctree, fromdocname):
+    """Every figure a chapter draws gets its description (see ``lib.plots.figure_description``) as alt text."""
+    for node in doctree.findall(nodes.image):
+        uri = node.get("uri", "")
+        if node.get("alt") or not uri.endswith(".png"):
+            continue
+        path = Path(app.env.relfn2path(uri, fromdocname)[1])
+        text = _png_description(path) if path.exists() else ""
+        if text:
+            node["alt"] = text
+
+
+#: Each figure of a chapter opens at full size when clicked (the column shows wide figures scaled down).
+FIGURE_LINKS_JS = """
+document.addEventListener("DOMContentLoaded", function () {
+  document.querySelectorAll(".cell_output img").forEach(function (img) {
+    if (img.closest("a") || img.closest(".eld-static-widget") || img.src.startsWith("data:")) { return; }
+    var a = document.createElement("a");
+    a.href = img.src; a.target = "_blank"; a.className = "eld-figure-link";
+    a.title = "Open the figure at full size";
+    img.parentNode.insertBefore(a, img); a.appendChild(img);
+  });
+});
+"""
+
+
 def on_build_finished(app, exception):
     if exception is not None:
         return
@@ -311,5 +348,7 @@ def setup(app):
     app.connect("doctree-read", on_doctree_read)
     app.connect("html-page-context", on_page_dedup_js, priority=999)
     app.connect("doctree-resolved", on_doctree_resolved)
+    app.connect("doctree-resolved", on_doctree_resolved_figures)
+    app.add_js_file(None, body=FIGURE_LINKS_JS)
     app.connect("build-finished", on_build_finished)
     return {"version": "0.1", "parallel_read_safe": False, "parallel_write_safe": True}
