@@ -239,6 +239,32 @@ def loglog_slope(x, y) -> tuple[float, float]:
     return slope, spread
 
 
+def decay_law(t, y) -> dict:
+    """Which law describes a decaying positive curve better: exponential in ``t`` or a power of ``t``?
+
+    Fits ``log y = a + b t`` (exponential, rate ``-b``) and ``log y = a + b log t`` (power law, exponent ``b``) by
+    least squares and compares their residual sums of squares (same number of parameters, so the smaller one
+    wins). Args: ``t`` (n,) positive and ``y`` (n,) positive, n >= 3. Returns a dict with ``law``
+    (``"exponential"`` or ``"power"``), ``rss_exp``, ``rss_power``, ``rate`` (of the exponential fit) and
+    ``exponent`` (of the power fit).
+    """
+    t = check_array("t", t)
+    y = check_array("y", y)
+    if t.ndim != 1 or y.shape != t.shape or t.size < 3:
+        raise ValueError(f"t and y must be 1-D of equal length >= 3, got {t.shape} and {y.shape}")
+    if not (np.all(t > 0) and np.all(y > 0)):
+        raise ValueError("t and y must be > 0 (logarithms are fitted)")
+    if np.ptp(t) == 0:
+        raise ValueError("t must take at least two distinct values")
+    ly = np.log(y)
+    fits = {}
+    for name, x in (("exp", t), ("power", np.log(t))):
+        coef, res, *_ = np.polyfit(x, ly, 1, full=True)
+        fits[name] = (float(coef[0]), float(res[0]) if res.size else 0.0)
+    return dict(law="exponential" if fits["exp"][1] < fits["power"][1] else "power", rss_exp=fits["exp"][1],
+                rss_power=fits["power"][1], rate=-fits["exp"][0], exponent=fits["power"][0])
+
+
 def ratio_spread(values) -> tuple[float, float]:
     """Mean of positive ``values`` (shape (n,)) and their relative spread ``max/min - 1``."""
     v = check_array("values", values)

@@ -85,3 +85,16 @@ def test_speed_and_midpoints():
     np.testing.assert_allclose(geometric_midpoints(t), [np.sqrt(2), np.sqrt(8)])
     with pytest.raises(ValueError, match="increasing"):
         speed(v, [1.0, 1.0, 2.0])
+
+
+def test_decay_law_tells_exponential_from_power():
+    from lib.curves import decay_law
+
+    t = np.linspace(1.0, 50.0, 40)
+    e = decay_law(t, 3.0 * np.exp(-0.2 * t))
+    assert e["law"] == "exponential" and abs(e["rate"] - 0.2) < 1e-9 and e["rss_exp"] < 1e-20
+    p = decay_law(t, 5.0 * t**-1.5)
+    assert p["law"] == "power" and abs(p["exponent"] + 1.5) < 1e-9
+    for bad in (dict(t=t, y=-t), dict(t=t[:2], y=t[:2]), dict(t=np.ones(5), y=np.ones(5))):
+        with pytest.raises(ValueError):
+            decay_law(**bad)

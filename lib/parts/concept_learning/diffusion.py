@@ -22,6 +22,8 @@ sample from all K models at the checkpoints.
 from __future__ import annotations
 
 import copy
+import ctypes
+import ctypes.util
 import time
 from dataclasses import dataclass
 
@@ -30,7 +32,7 @@ import torch
 from torch.func import functional_call, stack_module_state
 
 from lib.config import check_array, check_finite, check_int, check_positive, check_range, check_shape
-from lib.curves import hitting_time
+from lib.curves import distance_rebound, hitting_time, running_median
 from lib.train import train_stacked
 
 
@@ -133,11 +135,29 @@ class Ensemble:
         return [{k: v[i].detach().clone() for k, v in self.params.items()} for i in range(self.K)]
 
 
+def release_freed_memory() -> bool:
+    """Hand the memory the allocator keeps after freeing it back to the system (glibc's ``malloc_trim``).
+
+    Training the U-Nets frees and reallocates large activation buffers every step; glibc keeps the freed pages,
+    so the resident memory of a long run climbs to several GB although little of it is in use. Returns whether
+    the call was available (False off glibc, where nothing is done)."""
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name) if name else None
+        trim = libc.malloc_trim if libc is not None else None
+    except (OSError, AttributeError):
+        trim = None
+    if trim is None:
+        return False
+    trim(0)
+    return True
+
+
 def train_ensemble(models: list[torch.nn.Module], images: torch.Tensor, cond: torch.Tensor, *,
                    schedule: VPSchedule | None = None, steps: int = 2000, batch_size: int = 64, lr: float = 1e-3,
                    weight_decay: float = 0.01, checkpoints=(), prompt: torch.Tensor | None = None,
                    noise: torch.Tensor | None = None, readout=None, sample_steps: int = 25, keep_images: int = 8,
-                   seed: int = 0, progress=None) -> dict:
+                   seed: int = 0, progress=None, trim_every: int = 200) -> dict:
     """Train K denoisers (model k on ``images[k]``, ``cond[k]``) with AdamW on :func:`diffusion_loss`.
 
     Args:
@@ -148,6 +168,8 @@ def train_ensemble(models: list[torch.nn.Module], images: torch.Tensor, cond: to
             ``prompt`` (K, cond_dim) with :func:`ddim_sample` from the SAME ``noise`` (n, C, S, S) and ``readout``
             maps the images (K * n, C, S, S) in [0, 1] to concept coordinates (K * n, heads).
         keep_images: how many of the sampled images per model and checkpoint to keep (float16, in [0, 1]).
+        trim_every: every that many steps, return freed memory to the system (:func:`release_freed_memory`;
+            0 never): without it the resident memory of a long run grows to several GB.
 
     Returns a history dict of NumPy arrays: ``step`` (steps,), ``loss`` (steps, K), ``lr`` (steps,),
     ``checkpoint`` (P,), ``concepts`` (P, K, n, heads) per-sample coordinates, ``images`` (P, K, keep, C, S, S),
@@ -158,6 +180,7 @@ def train_ensemble(models: list[torch.nn.Module], images: torch.Tensor, cond: to
     check_int("batch_size", batch_size, minimum=1)
     check_int("sample_steps", sample_steps, minimum=1)
     check_int("keep_images", keep_images, minimum=0)
+    check_int("trim_every", trim_every, minimum=0)
     check_positive("lr", lr)
     check_positive("weight_decay", weight_decay, allow_zero=True)
     check_shape("images", images, (K, None, None, None, None))
@@ -211,6 +234,8 @@ def train_ensemble(models: list[torch.nn.Module], images: torch.Tensor, cond: to
     def after_update(params, step, losses):  # the update of step `step` is training step step + 1
         if step + 1 in ck:
             evaluate(step + 1, params)
+        if trim_every and (step + 1) % trim_every == 0:
+            release_freed_memory()
 
     res = train_stacked(models, loss, lr=lr, steps=steps, optimizer="adamw", weight_decay=weight_decay,
                         batch_fn=batch, generator=torch.Generator().manual_seed(int(seed)), callbacks=[after_update],
@@ -285,13 +310,15 @@ def concept_diffusion_experiment(deltas=(0.1, 0.8), seeds=(0,), image_size: int 
                                  batch_size: int = 64, lr: float = 1e-3, weight_decay: float = 0.01,
                                  n_checkpoints: int = 20, first_checkpoint: int = 10, samples: int = 32,
                                  sample_steps: int = 20, classifier_steps: int = 600, noise_seed: int = 1234,
-                                 progress=None) -> dict:
+                                 progress=None, threads: int = 1) -> dict:
     """Train one conditional denoiser per (colour signal, seed) on the classes 00, 01, 10 and read out the
     held-out prompt (blue, small) in concept space at log-spaced checkpoints (Yang et al. 2025, Fig. 6).
 
     Returns a dict of NumPy arrays: ``deltas`` (D,), ``seeds`` (R,), ``checkpoint`` (P,), ``concepts``
     (D, R, P, samples, 2) with per-image ``(P(blue), P(small))``, ``images`` (D, R, P, keep, 3, S, S) float16,
-    ``loss`` (steps, D, R), ``classifier_accuracy`` (2,), ``seconds``. All randomness is seeded.
+    ``loss`` (steps, D, R), ``classifier_accuracy`` (2,), ``seconds``. All randomness is seeded. ``threads``: torch
+    intra-op threads (1: the U-Nets are small, and one thread per process is fastest on a shared machine; run
+    several processes instead, see :func:`merge_diffusion_runs`).
     """
     from lib.models.cnn import concept_probs
     from lib.models.unet import CondUNet, UNetConfig
@@ -301,7 +328,8 @@ def concept_diffusion_experiment(deltas=(0.1, 0.8), seeds=(0,), image_size: int 
     if not deltas or not seeds:
         raise ValueError("deltas and seeds must be non-empty")
     start = time.perf_counter()
-    torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
+    check_int("threads", threads, minimum=1)
+    torch.set_num_threads(threads)
     clf, acc = train_concept_classifier(image_size=image_size, variant=variant, steps=classifier_steps)
     runs = [(d, s) for d in deltas for s in seeds]
     imgs, conds, prompts, models = [], [], [], []
@@ -331,6 +359,26 @@ def concept_diffusion_experiment(deltas=(0.1, 0.8), seeds=(0,), image_size: int 
     )
 
 
+def merge_diffusion_runs(parts: list[dict]) -> dict:
+    """One result from :func:`concept_diffusion_experiment` runs over disjoint colour signals with the same seeds
+    and checkpoints (e.g. one process per signal with ``lib.sweep.sweep(..., n_jobs=2)``): the arrays are joined
+    along the signal axis, in the order given; ``seconds`` is the longest part's."""
+    if not isinstance(parts, (list, tuple)) or not parts:
+        raise ValueError("parts must be a non-empty list of concept_diffusion_experiment results")
+    first = parts[0]
+    for p in parts[1:]:
+        if not np.array_equal(p["seeds"], first["seeds"]) or not np.array_equal(p["checkpoint"], first["checkpoint"]):
+            raise ValueError("parts must share their seeds and checkpoints")
+    deltas = np.concatenate([p["deltas"] for p in parts])
+    if len(np.unique(deltas)) != len(deltas):
+        raise ValueError(f"parts must hold disjoint colour signals, got {deltas.tolist()}")
+    out = dict(first)
+    for key, axis in (("deltas", 0), ("concepts", 0), ("images", 0), ("diverged", 0), ("loss", 1)):
+        out[key] = np.concatenate([p[key] for p in parts], axis=axis)
+    out["seconds"] = max(float(p["seconds"]) for p in parts)
+    return out
+
+
 def concept_mse(coords, target=(1.0, 1.0)) -> np.ndarray:
     """Squared distance ``||C - target||^2`` of concept-space points ``coords`` (..., k) to ``target`` (k,)."""
     coords = np.asarray(coords, float)
@@ -348,3 +396,28 @@ def learned_step(values, steps, level: float) -> float:
     steps = check_array("steps", steps)
     check_finite("level", level)
     return hitting_time(steps, values, level, direction="up", interpolate=False, window=3, never=np.inf)
+
+
+def mse_rebound_bootstrap(concepts, *, n_boot: int = 500, window: int = 3, seed: int = 0) -> tuple[float, float]:
+    """The MSE bump of one run and its sampling error over the generated images.
+
+    ``concepts`` (P, n, 2): the per-image read-outs of one run at P checkpoints (the same n starting noises at
+    every checkpoint). The bump is the largest rise of the ``window``-checkpoint running median of the
+    concept-space MSE above its earlier minimum (:func:`lib.curves.distance_rebound`); the bootstrap resamples the
+    n images with replacement (the same draw at every checkpoint, as the images are paired) ``n_boot`` times.
+    Returns ``(bump, standard error)``.
+    """
+    c = check_array("concepts", concepts)
+    if c.ndim != 3 or c.shape[-1] != 2 or c.shape[0] < 2 or c.shape[1] < 2:
+        raise ValueError(f"concepts must have shape (P >= 2, n >= 2, 2), got {c.shape}")
+    check_int("n_boot", n_boot, minimum=2)
+    check_int("window", window, minimum=1)
+    check_int("seed", seed, minimum=0)
+
+    def bump(points):  # points (..., P, 2) -> (...)
+        return distance_rebound(running_median(concept_mse(points), window=window))
+
+    observed = float(bump(c.mean(axis=1)))
+    idx = np.random.default_rng(seed).integers(0, c.shape[1], size=(n_boot, c.shape[1]))
+    boot = bump(c[:, idx].mean(axis=2).transpose(1, 0, 2))  # (n_boot, P, 2) -> (n_boot,)
+    return observed, float(np.std(boot, ddof=1))

@@ -4,14 +4,15 @@ CPU configurations of the diffusion experiment (``CPU_FIG6_*``; ``PAPER_SCALE_FI
 
 from __future__ import annotations
 
-#: The chapter's settings (8x8 "easy" images; ``PAPER_FIG6`` below is the paper's own).
-CPU_FIG6_QUICK = dict(deltas=(0.1, 0.8), seeds=(0,), image_size=8, variant="easy", n_per_class=2048,
+#: The chapter's settings (8x8 "easy" images; ``PAPER_FIG6`` below is the paper's own): colour signals at the ends
+#: of the paper's range (0.2-0.7) and three seeds in both modes; full mode adds two intermediate signals and trains
+#: twice as long. The chapter trains the signals in two processes (``lib.sweep``, one thread each).
+CPU_FIG6_QUICK = dict(deltas=(0.2, 0.7), seeds=(0, 1, 2), image_size=8, variant="easy", n_per_class=2048,
                       channels=(16, 32), steps=1500, batch_size=64, lr=1e-3, weight_decay=0.01,
                       n_checkpoints=20, first_checkpoint=10, samples=32, sample_steps=20, classifier_steps=600)
 
 
-CPU_FIG6_FULL = dict(CPU_FIG6_QUICK, deltas=(0.1, 0.2, 0.4, 0.8), seeds=(0, 1, 2), steps=3000,
-                     n_checkpoints=30, samples=48)
+CPU_FIG6_FULL = dict(CPU_FIG6_QUICK, deltas=(0.2, 0.35, 0.5, 0.7), steps=3000, n_checkpoints=30, samples=48)
 
 
 #: The closest configuration to the paper's App. G that this code runs (a GPU job: 32x32 faithful data, three

@@ -189,3 +189,29 @@ def test_concept_mse_and_learned_step():
     steps = np.array([10, 20, 40, 80, 160])
     assert diffusion.learned_step(np.array([0.1, 0.2, 0.9, 0.95, 0.97]), steps, 0.8) == 40
     assert diffusion.learned_step(np.array([0.1, 0.9, 0.1, 0.2, 0.1]), steps, 0.8) == np.inf  # one-checkpoint spike
+
+
+def test_runs_split_by_colour_signal_merge_into_one_result():
+    tiny = dict(seeds=(0, 1), n_per_class=8, steps=3, batch_size=4, n_checkpoints=2, first_checkpoint=1,
+                samples=2, sample_steps=2, classifier_steps=2, channels=(8, 8))
+    a = diffusion.concept_diffusion_experiment(deltas=(0.2,), **tiny)
+    b = diffusion.concept_diffusion_experiment(deltas=(0.7,), **tiny)
+    m = diffusion.merge_diffusion_runs([a, b])
+    assert m["deltas"].tolist() == [0.2, 0.7]
+    assert m["concepts"].shape[:2] == (2, 2) and m["loss"].shape[1:] == (2, 2) and m["diverged"].shape == (2, 2)
+    np.testing.assert_array_equal(m["concepts"][1], b["concepts"][0])
+    np.testing.assert_array_equal(m["loss"][:, 0], a["loss"][:, 0])
+    with pytest.raises(ValueError, match="disjoint"):
+        diffusion.merge_diffusion_runs([a, a])
+    with pytest.raises(ValueError, match="parts"):
+        diffusion.merge_diffusion_runs([])
+    c = diffusion.concept_diffusion_experiment(deltas=(0.5,), **dict(tiny, seeds=(0,)))
+    with pytest.raises(ValueError, match="seeds"):
+        diffusion.merge_diffusion_runs([a, c])
+
+
+def test_release_freed_memory_is_safe_to_call():
+    assert diffusion.release_freed_memory() in (True, False)
+    with pytest.raises(ValueError, match="trim_every"):
+        diffusion.train_ensemble([CondUNet(UNetConfig(channels=(8, 8)))], torch.zeros(1, 4, 3, 8, 8),
+                                 torch.zeros(1, 4, 4), steps=1, trim_every=-1)
