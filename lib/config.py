@@ -196,3 +196,17 @@ def check_array(name: str, value, *, ndim=None, finite: bool | str = True, nonem
     if positive and not (arr > 0).all():
         raise ValueError(f"{name} must hold numbers > 0 only")
     return arr
+
+
+def check_int_array(name: str, value, *, minimum: int | None = None, maximum: int | None = None) -> np.ndarray:
+    """A 1-D int64 NumPy array from ``value`` (a list, array or tensor of integers), checked: non-empty, every
+    entry a whole number in ``[minimum, maximum]``. Raises ``ValueError`` naming the argument."""
+    arr = check_array(name, value, ndim=1)
+    if not np.all(arr == np.round(arr)):
+        raise ValueError(f"{name} must hold integers, got {arr.tolist()}")
+    if minimum is not None and arr.min() < minimum:
+        raise ValueError(f"{name} must hold integers >= {minimum}, got {arr.tolist()}")
+    if maximum is not None and arr.max() > maximum:
+        raise ValueError(f"{name} must hold integers <= {maximum}, got {arr.tolist()}")
+    return arr.astype(np.int64)
+

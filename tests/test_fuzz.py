@@ -25,7 +25,9 @@ from lib.graphs import equivalence, generators, operators, sampling, wl
 from lib.models import cnn, gcn, gnn, laser, mlp, one_hidden, sgnn, transformer, unet
 from lib.parts.concept_learning import deep_models, diffusion, linear_gd, shapes, sim_data, sim_one_layer
 from lib.parts.edge_of_stability import balancing, beyond_low_dimension, matrix_factorisation, one_dimensional
-from lib.parts.graph_networks import telling_graphs_apart
+from lib.parts.generalisation import chain_of_thought, gcn_sampling, group_imbalance, shallow_vits
+from lib.parts.graph_networks import communities, rooted_graphs, telling_graphs_apart, walk_counting
+from lib.parts.memorisation import mechanism, recall_data
 from lib.parts.induction_heads import construction, convergence, four_phases, sample_flows, trained_transformers
 
 NAN, INF = float("nan"), float("inf")
@@ -63,6 +65,7 @@ IMGS = torch.zeros(3, 3, 8, 8)
 UNET_CFG = unet.UNetConfig(channels=(8, 8), emb_dim=8)
 FUNC = one_dimensional.quartic()
 MU2, SIG2 = [1.0, 2.0], [0.1, 0.2]
+EDGES4 = np.array([[0, 1, 2, 0], [1, 2, 3, 3]])  # a 4-cycle as a (2, m) edge list with i < j
 
 
 def C(fn, kinds: str, *args, **kwargs):
@@ -104,7 +107,7 @@ CASES = [
     C(stats.frequency, "flags:array z:pos", [True, False, True]),
     C(stats.order_violations, "V:array values:array tol:nonneg", np.array([[0.0, 1.0], [1.0, 1.0]]),
       np.array([1.0, 2.0])),
-        C(train.step_decay, "at:count factor:pos", 10, 0.5),
+    C(train.step_decay, "at:count factor:pos", 10, 0.5),
     C(train.piecewise, "boundaries:array values:array", [5], [1.0, 0.1]),
     C(train.train, "loss_fn:callable lr:pos steps:count optimizer:option record_every:count "
       "divergence_bound:pos momentum:nonneg weight_decay:nonneg nesterov:bool",
@@ -277,6 +280,49 @@ CASES = [
     C(telling_graphs_apart.smallest_injective_alpha, "n:count max_alpha:count", 4),
     C(telling_graphs_apart.class_counts, "Ks:array", [G6], [1, 2]),
     C(telling_graphs_apart.layout, "seed:seed", G6),
+    C(rooted_graphs.gnn_tree_classes, "m:count K:count", 2, 2),
+    C(rooted_graphs.gamlp_tree_classes, "m:count K:count", 2, 2),
+    C(rooted_graphs.aggregation_tree_count, "m:count K:count", 2, 2),
+    C(rooted_graphs.lemma_a6_bound, "m:count K:count", 2, 2),
+    C(rooted_graphs.enumerate_trees, "m:count K:count", 2, 2),
+    C(rooted_graphs.rooted_class_counts, "Ks:array", G6, [1, 2]),
+    C(communities.sbm_snr, "a:pos b:nonneg", 5.0, 1.0),
+    C(communities.overlap, "pred:array labels:array", np.array([0, 1, 0, 1]), np.array([0, 1, 1, 1])),
+    C(communities.block_operator, "n:count operator:option kappa:real", [EDGES4], 4, "A"),
+    C(communities.power_features, "n:count operator:option K:count", [EDGES4], 4, "A", 2),
+    C(communities.spectral_partition, "n:count method:option", EDGES4, 4, "adjacency"),
+    C(walk_counting.parity_features, "n:count", 4),
+    C(walk_counting.blue_walk_labels, "length:count", G6, 2),
+    C(walk_counting.split_nodes, "n:count rule:option n_train:count seed:seed", 6, "first", 3),
+    C(walk_counting.gamlp_design, "operator:option K:count", G6, "A", 2),
+    C(walk_counting.cosine_schedule, "steps:count", 10),
+    C(walk_counting.handset_counts, "length:count", G6, 2),
+    # ----------------------------------------------------------------------------------------------- Part V
+    C(mechanism.noise_logit_fixed_point, "alpha:prob n_tokens:count", 0.2, 8),
+    C(mechanism.noise_logit_recursion, "alpha:prob n_tokens:count eta:pos steps:count", 0.2, 8, 1.0, 5),
+    C(mechanism.sample_recall_sequences, "m:count n_tokens:count seq_len:count alpha:prob trigger:count", 4, 6, 8,
+      0.2, np.random.default_rng(0)),
+    C(mechanism.one_step_margins, "m:count n_tokens:count seq_len:count alpha:prob reps:count seed:seed",
+      4, 6, 8, 0.2, reps=2),
+    C(mechanism.c38_flow, "alpha:prob t_max:pos n_points:count", 0.2, t_max=10.0, n_points=5),
+    C(mechanism.c38_probabilities, "a:array b:array", np.array([0.1, 0.2]), np.array([0.3, 0.1])),
+    C(recall_data.char_bigram, "n_chars:count uniform:bool", 8),
+    C(recall_data.sample_recall, "batch:count T:count alpha:prob", torch.full((6,), 1 / 6),
+      torch.full((6, 6), 1 / 6), 2, 8, 0.2),
+    # ----------------------------------------------------------------------------------------------- Part VI
+    C(shallow_vits.thm1_bound, "alpha_star:array sigma:array tau:array", 0.3, 0.1),
+    C(shallow_vits.prop1_bound, "alpha_star:array sigma:array tau:array", 0.3, 0.1),
+    C(shallow_vits.r_squared, "x:array y:array", T8, T8**2),
+    C(shallow_vits.first_step_below, "curve_t:array curves:array threshold:real", T8, np.stack([Y8, Y8]), 0.5),
+    C(group_imbalance.rho, "u:array sigma:array", [0.5, 1.0], 1.0),
+    C(group_imbalance.spread_rate, "steps:array spreads:array fit_from:prob", T8, np.exp(-T8)),
+    C(group_imbalance.permutation_error, "W:array W_star:array", np.eye(2), np.eye(2)[::-1]),
+    C(gcn_sampling.label_masks, "n:count sizes:array seeds:array generator_seed:seed", 10, [2, 4], [0, 1]),
+    C(chain_of_thought.transition_stats, "A:array steps:array", [np.eye(3) * 0.7 + 0.1], [np.arange(3)]),
+    C(chain_of_thought.hand_built_weight, "d:count n_steps:count pattern_gain:pos step_gain:pos", 6, 2),
+    C(chain_of_thought.AttentionOnlyCoT, "d:count n_steps:count init_std:nonneg seed:seed", 6, 2),
+    C(chain_of_thought.oracle_errors, "A:array steps:array alpha:prob lengths:array n_queries:count seed:seed",
+      [np.eye(3) * 0.7 + 0.1], [np.arange(3)], alpha=0.8, lengths=[2, 4], n_queries=20),
 ]
 
 

@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from lib import curves
-from lib.config import check_in, check_int, check_positive, check_range
+from lib.config import check_array, check_in, check_int, check_int_array, check_positive, check_range, check_seed
 from lib.data import prompts
 from lib.train import train
 
@@ -56,6 +56,7 @@ class AttentionOnlyCoT(nn.Module):
         check_int("d", d, minimum=1)
         check_int("n_steps", n_steps, minimum=1)
         check_positive("init_std", init_std)
+        check_seed("seed", seed)
         self.d, self.n_steps = d, n_steps
         dim = 2 * d + n_steps
         g = torch.Generator().manual_seed(seed)
@@ -81,6 +82,16 @@ class AttentionOnlyCoT(nn.Module):
         return out, attn
 
 
+def _check_task(A, steps) -> tuple[list, list]:
+    """``A`` and ``steps`` of a task as lists of float and integer arrays, with errors naming them."""
+    if not isinstance(A, (list, tuple)) or not A:
+        raise ValueError(f"A must be a non-empty list of (M', M') arrays, got {type(A).__name__}")
+    if not isinstance(steps, (list, tuple)) or not steps:
+        raise ValueError(f"steps must be a non-empty list of integer arrays, got {type(steps).__name__}")
+    A = [check_array("A", a, ndim=2) for a in A]
+    return A, [check_int_array("steps", s, minimum=0) for s in steps]
+
+
 def transition_stats(A, steps) -> dict:
     """Step-wise transition statistics of a test task (thesis eqs 7.12, 7.13, 7.17, 7.18, Condition 7.3.2).
 
@@ -96,8 +107,7 @@ def transition_stats(A, steps) -> dict:
         with ``j*`` the row's argmax), ``B`` (the product of the ``A_k``) and ``condition`` (Condition 7.3.2:
         every row's argmax of ``B`` is the correct final pattern).
     """
-    A = [np.asarray(a, dtype=float) for a in A]
-    steps = [np.asarray(s, dtype=int) for s in steps]
+    A, steps = _check_task(A, steps)
     if len(A) == 0 or len(A) != len(steps):
         raise ValueError(f"A and steps must be non-empty lists of equal length, got {len(A)} and {len(steps)}")
     m = A[0].shape[0]
@@ -213,6 +223,8 @@ def hand_built_weight(d: int, n_steps: int, pattern_gain: float = 40.0, step_gai
     Returns:
         ``(2 d + K, 2 d + K)`` tensor.
     """
+    check_int("d", d, minimum=1)
+    check_int("n_steps", n_steps, minimum=1)
     check_positive("pattern_gain", pattern_gain)
     check_positive("step_gain", step_gain)
     W = torch.zeros(2 * d + n_steps, 2 * d + n_steps)
@@ -394,8 +406,10 @@ def oracle_errors(A, steps, *, alpha: float, lengths, n_queries: int = 2000, see
     """
     check_range("alpha", alpha, 0.0, 1.0)
     check_int("n_queries", n_queries, minimum=1)
-    A = [np.asarray(a, dtype=float) for a in A]
-    steps = [np.asarray(s, dtype=int) for s in steps]
+    check_seed("seed", seed)
+    lengths = check_int_array("lengths", lengths, minimum=1).tolist()
+    A, steps = _check_task(A, steps)
+    transition_stats(A, steps)  # shapes and row-stochasticity
     m, n_steps = A[0].shape[0], len(A)
     rng = np.random.default_rng(seed)
     cums = [np.cumsum(a, 1) for a in A]

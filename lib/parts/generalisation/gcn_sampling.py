@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from lib.config import check_in, check_int, check_positive, check_range
+from lib.config import check_in, check_int, check_int_array, check_positive, check_range, check_seed
 from lib.graphs import sampling
 from lib.models.gcn import GCN3
 from lib.train import train
@@ -73,6 +73,9 @@ def label_masks(n: int, sizes, seeds, *, generator_seed: int = 0) -> torch.Tenso
         bool tensor (len(sizes) * len(seeds), n).
     """
     check_int("n", n, minimum=2)
+    check_seed("generator_seed", generator_seed)
+    sizes = check_int_array("sizes", sizes, minimum=1, maximum=n - 1).tolist()
+    seeds = check_int_array("seeds", seeds, minimum=0).tolist()
     rows = []
     for s in sizes:
         check_int("sizes", s, minimum=1, maximum=n - 1)

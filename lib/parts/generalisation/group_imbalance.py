@@ -13,7 +13,7 @@ import torch
 from scipy.optimize import linear_sum_assignment
 from scipy.special import expit
 
-from lib.config import check_int, check_positive, check_range
+from lib.config import check_array, check_int, check_positive, check_range
 from lib.data.gmm import GaussianMixture, sample_mixture, teacher_probability
 from lib.models.one_hidden import cross_entropy_hessian, cross_entropy_risk, newton_critical_point
 
@@ -54,10 +54,10 @@ def rho(u, sigma):
     Returns:
         ρ(u, σ) as a float, or an array matching ``sigma``.
     """
-    u = np.asarray(u, dtype=np.float64)
+    u = check_array("u", u)
     if u.ndim != 1 or u.size < 2:
         raise ValueError(f"u must be a 1-D array with at least 2 entries, got shape {u.shape}")
-    sig = np.atleast_1d(np.asarray(sigma, dtype=np.float64))
+    sig = np.atleast_1d(check_array("sigma", sigma, finite=False))
     if np.any(~np.isfinite(sig)) or np.any(sig <= 0):
         raise ValueError(f"sigma must be positive, got {sigma!r}")
     dz = _Z[1] - _Z[0]
@@ -131,8 +131,11 @@ def spread_rate(steps, spreads, fit_from: float = 0.5):
         ``(v, r2)``: contraction factors and the R² of the straight-line fits, arrays of shape spreads.shape[1:].
     """
     check_range("fit_from", fit_from, 0, 1, hi_open=True)
-    t = np.asarray(steps, dtype=np.float64)
-    sp = np.asarray(spreads, dtype=np.float64).reshape(len(t), -1)
+    t = check_array("steps", steps, ndim=1)
+    sp = check_array("spreads", spreads, finite="some")
+    if sp.ndim == 0 or sp.shape[0] != t.size:
+        raise ValueError(f"spreads must have shape ({t.size}, ...) to match steps, got {sp.shape}")
+    sp = sp.reshape(len(t), -1)
     # points at round-off level (a run that has fully converged) carry no rate information
     valid = sp > 1e-10 * sp[:1]
     w = (t >= t[0] + fit_from * (t[-1] - t[0]))[:, None] & valid
@@ -228,7 +231,7 @@ def excess_risks(W: torch.Tensor, W_star: torch.Tensor, gmm: GaussianMixture, n_
 
 def permutation_error(W: np.ndarray, W_star: np.ndarray) -> float:
     """min over column permutations P of ‖W - W* P‖_F (Hungarian matching of the columns)."""
-    W, W_star = np.asarray(W, dtype=np.float64), np.asarray(W_star, dtype=np.float64)
+    W, W_star = check_array("W", W), check_array("W_star", W_star)
     if W.shape != W_star.shape or W.ndim != 2:
         raise ValueError(f"W and W_star must be (d, K) of the same shape, got {W.shape}, {W_star.shape}")
     cost = ((W[:, :, None] - W_star[:, None, :]) ** 2).sum(0)

@@ -13,7 +13,7 @@ import math
 import numpy as np
 import torch
 
-from lib.config import check_int, check_positive
+from lib.config import check_array, check_finite, check_int, check_positive
 from lib.data.tokens import pattern_bank, pattern_sequences
 from lib.models.shallow_attention import ShallowAttention, attention_mass
 
@@ -169,30 +169,39 @@ def train_vit(
 def first_step_below(curve_t, curves, threshold: float) -> np.ndarray:
     """First recorded step at which each curve is ``<= threshold`` (NaN if never)."""
     check_positive("threshold", threshold)
-    c = np.asarray(curves)
+    t = check_array("curve_t", curve_t, ndim=1)
+    c = check_array("curves", curves, ndim=2, finite="some")
+    if c.shape[1] != t.size:
+        raise ValueError(f"curves must have shape (runs, {t.size}) to match curve_t, got {c.shape}")
     hit = c <= threshold
-    out = np.where(hit.any(1), np.asarray(curve_t)[np.argmax(hit, 1)], np.nan)
+    out = np.where(hit.any(1), t[np.argmax(hit, 1)], np.nan)
     return out.astype(float)
 
 
 def thm1_bound(alpha_star, sigma, tau=0.0, zeta=1.0, c1=1.0, c2=1.0):
     """Thm 1's sample-size scaling ``(alpha_* - c'(1 - zeta) - c''(sigma + tau))^-2`` (constants set to 1;
     ``inf`` where the bracket is not positive)."""
-    gap = np.asarray(alpha_star, float) - c1 * (1 - zeta) - c2 * (np.asarray(sigma, float) + tau)
+    alpha_star, sigma = check_array("alpha_star", alpha_star), check_array("sigma", sigma)
+    tau, zeta = check_array("tau", tau), check_array("zeta", zeta)
+    check_finite("c1", c1)
+    check_finite("c2", c2)
+    gap = alpha_star - c1 * (1 - zeta) - c2 * (sigma + tau)
     return np.where(gap > 0, 1.0 / np.maximum(gap, 1e-12) ** 2, np.inf)
 
 
 def prop1_bound(alpha_star, sigma, tau=0.0):
     """Prop 1's frozen-attention scaling ``(alpha_* (alpha_* - sigma - tau))^-2`` (``inf`` where not
     positive)."""
-    a = np.asarray(alpha_star, float)
-    gap = a * (a - np.asarray(sigma, float) - tau)
+    a = check_array("alpha_star", alpha_star)
+    gap = a * (a - check_array("sigma", sigma) - check_array("tau", tau))
     return np.where(gap > 0, 1.0 / np.maximum(gap, 1e-12) ** 2, np.inf)
 
 
 def r_squared(x, y) -> float:
     """``R^2`` of the least-squares line through ``(x, y)`` (NaN pairs dropped)."""
-    x, y = np.asarray(x, float), np.asarray(y, float)
+    x, y = check_array("x", x, ndim=1, finite="some"), check_array("y", y, ndim=1, finite="some")
+    if x.shape != y.shape:
+        raise ValueError(f"x and y must have the same length, got {x.size} and {y.size}")
     ok = np.isfinite(x) & np.isfinite(y)
     x, y = x[ok], y[ok]
     if x.size < 3:

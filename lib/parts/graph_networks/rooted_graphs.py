@@ -19,7 +19,7 @@ from math import comb
 import networkx as nx
 import numpy as np
 
-from lib.config import check_int
+from lib.config import check_int, check_int_array
 from lib.graphs.equivalence import equivalence_classes
 from lib.graphs.generators import full_mary_tree, tree_labellings
 from lib.graphs.operators import adjacency, propagate
@@ -121,6 +121,7 @@ def per_class_spread(outer: np.ndarray, inner: np.ndarray) -> np.ndarray:
 def rooted_class_counts(G, Ks) -> list[tuple[int, int]]:
     """``[(GNN classes, GA-MLP-A classes)]`` of the nodes of ``G`` (features removed) for every depth in ``Ks``
     (the rows of Table 2.1)."""
+    Ks = check_int_array("Ks", Ks, minimum=0)
     return [(equivalence_classes(G, None, int(K), "gnn"), equivalence_classes(G, None, int(K), "gamlp")) for K in Ks]
 
 

@@ -23,7 +23,7 @@ from math import comb
 import numpy as np
 import torch
 
-from lib.config import check_in, check_int, check_positive
+from lib.config import check_in, check_int, check_positive, check_seed
 from lib.graphs.operators import adjacency, augmented_adjacency, propagate
 from lib.graphs.walks import attributed_walk_counts
 from lib.models.gnn import GIN, edge_index_of
@@ -52,8 +52,10 @@ def blue_walk_labels(G, length: int) -> np.ndarray:
 def split_nodes(n: int, rule: str, n_train: int, seed: int = 0) -> np.ndarray:
     """Boolean training mask: ``rule="first"`` takes nodes ``0..n_train-1`` (the RRG split), ``rule="parity"``
     takes ``n_train/2`` random even and ``n_train/2`` random odd nodes (the Cora split of the authors' code)."""
+    check_int("n", n, minimum=3)
     check_in("rule", rule, ("first", "parity"))
     check_int("n_train", n_train, minimum=2, maximum=n - 1)
+    check_seed("seed", seed)
     mask = np.zeros(n, dtype=bool)
     if rule == "first":
         mask[:n_train] = True

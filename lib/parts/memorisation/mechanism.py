@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from lib.config import check_int, check_positive, check_range
+from lib.config import check_array, check_int, check_positive, check_range, check_seed
 
 __all__ = [
     "sample_recall_sequences",
@@ -58,7 +58,7 @@ def noise_logit_recursion(alpha: float, n_tokens: int, eta, steps: int) -> np.nd
     check_range("alpha", alpha, 0.0, 1.0, lo_open=True, hi_open=True)
     check_int("n_tokens", n_tokens, minimum=1)
     check_int("steps", steps, minimum=1)
-    etas = np.atleast_1d(np.asarray(eta, dtype=float))
+    etas = np.atleast_1d(check_array("eta", eta, finite=False))
     if etas.ndim != 1 or np.any(~np.isfinite(etas)) or np.any(etas <= 0):
         raise ValueError("eta must be a positive scalar or a 1-d array of positive values")
     xi = np.zeros((etas.size, steps + 1))
@@ -168,6 +168,7 @@ def one_step_margins(m: int, n_tokens: int, seq_len: int, alpha: float, *, reps:
         dict with ``ff`` and ``attn`` margins, arrays of shape (reps,).
     """
     check_int("reps", reps, minimum=1)
+    check_seed("seed", seed)
     rng = np.random.default_rng(seed)
     ff, attn = np.empty(reps), np.empty(reps)
     for r in range(reps):
@@ -331,8 +332,8 @@ def c38_probabilities(a, b) -> dict:
     Returns:
         dict with ``full`` and ``rank1`` noise probabilities, and ``full_correct``.
     """
-    a = np.asarray(a, dtype=float)
-    b = np.asarray(b, dtype=float)
+    a = check_array("a", a)
+    b = check_array("b", b)
     if a.shape != b.shape:
         raise ValueError("a and b must have the same shape")
     zf = 1.0 + np.exp(a) + np.exp(b)

@@ -23,7 +23,7 @@ from collections import Counter
 
 import torch
 
-from lib.config import check_int, check_range
+from lib.config import check_bool, check_int, check_range
 
 __all__ = ["char_bigram", "sample_recall", "repeated_trigger_mask", "recall_counts"]
 
@@ -51,6 +51,7 @@ def char_bigram(n_chars: int, text: str | None = None, uniform: bool = False):
         and the ``(N, N)`` row-stochastic bigram ``pi_b[i, j] = P(next = j | current = i)`` (float64).
     """
     check_int("n_chars", n_chars, minimum=2, maximum=256)
+    check_bool("uniform", uniform)
     text = _topics_text() if text is None else text
     counts = Counter(text)
     if len(counts) < n_chars:

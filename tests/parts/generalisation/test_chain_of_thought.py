@@ -24,7 +24,7 @@ def test_example_1_exactly():
 def test_transition_stats_validates():
     with pytest.raises(ValueError, match="row-stochastic"):
         cot.transition_stats([[[0.5, 0.6], [0.5, 0.5]]], [[0, 1]])
-    with pytest.raises(ValueError, match="equal length"):
+    with pytest.raises(ValueError, match="non-empty"):
         cot.transition_stats([], [])
     with pytest.raises(ValueError, match="steps"):
         cot.transition_stats([np.eye(2)], [[0, 2]])
