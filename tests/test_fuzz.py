@@ -27,8 +27,8 @@ from lib.parts.concept_learning import deep_models, diffusion, linear_gd, shapes
 from lib.parts.edge_of_stability import balancing, beyond_low_dimension, matrix_factorisation, one_dimensional
 from lib.parts.generalisation import chain_of_thought, gcn_sampling, group_imbalance, shallow_vits
 from lib.parts.graph_networks import communities, rooted_graphs, telling_graphs_apart, walk_counting
-from lib.parts.memorisation import mechanism, recall_data
 from lib.parts.induction_heads import construction, convergence, four_phases, sample_flows, trained_transformers
+from lib.parts.memorisation import mechanism, recall_data
 
 NAN, INF = float("nan"), float("inf")
 #: kind -> (invalid values, wrong types)
