@@ -280,8 +280,11 @@ def on_doctree_resolved_figures(app, doctree, fromdocname):
         uri = node.get("uri", "")
         if node.get("alt") or not uri.endswith(".png"):
             continue
-        path = Path(app.env.relfn2path(uri, fromdocname)[1])
-        text = _png_description(path) if path.exists() else ""
+        # MyST-NB writes output images flat into <build>/jupyter_execute/<hash>.png
+        candidates = (Path(app.env.relfn2path(uri, fromdocname)[1]),
+                      _build_root(app) / "jupyter_execute" / Path(uri).name)
+        path = next((c for c in candidates if c.exists()), None)
+        text = _png_description(path) if path is not None else ""
         if text:
             node["alt"] = text
 
