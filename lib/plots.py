@@ -89,7 +89,7 @@ def figure_description(fig) -> str:
     """A text description of a figure built from what it shows: its title, and each panel's title and axis
     labels (colour bars skipped). The book uses it as the alt text of every figure."""
     parts = []
-    title = fig._suptitle.get_text() if getattr(fig, "_suptitle", None) is not None else ""
+    title = fig.get_suptitle()
     panels = [ax for ax in fig.axes if ax.get_label() != "<colorbar>" and ax.get_visible()]
     for ax in panels:
         bits = [_plain(ax.get_title() or ax.get_title("left") or "")]

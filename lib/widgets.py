@@ -86,9 +86,9 @@ def static_html(plot_fn: Callable, grid: dict[str, list], initial: dict, *, dpi:
     frames, seconds = {}, []
     for combo in itertools.product(*[range(len(grid[n])) for n in names]):
         values = {n: _native(grid[n][i]) for n, i in zip(names, combo)}
-        start = time.perf_counter()
+        t0 = time.perf_counter()
         png = render_png(plot_fn(**values), dpi=dpi)
-        seconds.append(time.perf_counter() - start)
+        seconds.append(time.perf_counter() - t0)
         frames["_".join(map(str, combo))] = "data:image/png;base64," + base64.b64encode(png).decode()
     # each frame is one call of the live widget's callback: the build reports its time per chapter
     chapter.note_widget_frames(seconds)

@@ -78,7 +78,6 @@ def label_masks(n: int, sizes, seeds, *, generator_seed: int = 0) -> torch.Tenso
     seeds = check_int_array("seeds", seeds, minimum=0).tolist()
     rows = []
     for s in sizes:
-        check_int("sizes", s, minimum=1, maximum=n - 1)
         for seed in seeds:
             g = torch.Generator().manual_seed(int(seed) + generator_seed)
             row = torch.zeros(n, dtype=torch.bool)
