@@ -24,9 +24,11 @@ import math
 import numpy as np
 import torch
 
-from lib.config import check_int, check_positive, check_range, check_seed
+from lib.config import check_in, check_int, check_positive, check_range, check_seed
 from lib.data import prompts
+from lib.models.prune import neuron_mask
 from lib.models.shallow_attention import ShallowAttention
+from lib.models.transformer import Transformer, TransformerConfig
 from lib.train import train
 
 __all__ = [
@@ -43,6 +45,11 @@ __all__ = [
     "train_icl",
     "neuron_rows",
     "projection_norms",
+    "pruning_curve",
+    "one_run",
+    "BASELINES",
+    "baseline_errors",
+    "train_icl_gpt",
 ]
 
 
@@ -359,3 +366,147 @@ def projection_norms(model: ShallowAttention, X: torch.Tensor, pattern: torch.Te
         pk = (wk * u[:, 1:]).sum(-1).abs()
         return torch.stack([wq.norm(dim=-1).mean(1), pq.mean(1), wk.norm(dim=-1).mean((1, 2)),
                             pk.mean((1, 2))], -1).numpy()
+
+
+def pruning_curve(model: ShallowAttention, config: dict, rates, method: str = "magnitude", *, run: int = 0,
+                  n: int = 2000, draws: int = 5, seed: int = 0) -> dict:
+    """Hinge loss and 0-1 error of run ``run`` after pruning a fraction of the ``W_O`` neurons (Theorem 6.3.7).
+
+    The neurons are scored by the norms of the rows ``r_i`` of ``W_O W_V``; pruning masks them at evaluation
+    (:func:`lib.models.prune.neuron_mask`); ``"random"`` averages ``draws`` random masks. One batch of ``n``
+    prompts of ``config`` serves every rate.
+
+    Returns:
+        dict with ``rates``, ``hinge`` and ``error`` (numpy, one entry per rate).
+    """
+    rates = np.asarray(rates, dtype=float)
+    if rates.ndim != 1 or len(rates) == 0 or np.any(rates < 0) or np.any(rates > 1):
+        raise ValueError(f"rates must be a non-empty 1-d array in [0, 1], got {rates}")
+    check_in("method", method, ("magnitude", "largest", "random"))
+    check_int("n", n, minimum=1)
+    check_int("draws", draws, minimum=1)
+    check_seed("seed", seed)
+    check_int("run", run, minimum=0, maximum=model.W_K.shape[0] - 1)
+    b = _run_batch([config], n, torch.Generator().manual_seed(seed), config.get("d_y", 30))
+    X, valid, z = b["X"], b["valid"], b["z"]
+    single = one_run(model, run)
+    scores = neuron_rows(single).norm(dim=-1)  # (1, m)
+    g = torch.Generator().manual_seed(seed + 1)
+    hinge, error = [], []
+    with torch.no_grad():
+        for rate in rates:
+            h, e = [], []
+            for _ in range(draws if method == "random" else 1):
+                out, _ = icl_forward(single, X, valid, neuron_mask(scores, float(rate), method, generator=g))
+                h.append(float(torch.relu(1 - z * out).mean()))
+                e.append(float((z * out <= 0).double().mean()))
+            hinge.append(np.mean(h))
+            error.append(np.mean(e))
+    return {"rates": rates, "hinge": np.array(hinge), "error": np.array(error)}
+
+
+def one_run(model: ShallowAttention, run: int = 0) -> ShallowAttention:
+    """A one-run copy of run ``run`` of ``model`` (a model of :func:`icl_model`)."""
+    check_int("run", run, minimum=0, maximum=model.W_K.shape[0] - 1)
+    m, d = model.W_O.shape[1], model.W_K.shape[1]
+    one = ShallowAttention(1, d, m, d_v=model.W_V.shape[1], readout="first")
+    with torch.no_grad():
+        for name in ("W_K", "W_Q", "W_V", "W_O"):
+            getattr(one, name).copy_(getattr(model, name)[run:run + 1])
+        one.a.copy_(model.a)
+    return one
+
+
+BASELINES = ("logistic regression", "SVM (linear)", "SVM (rbf)", "1-NN", "3-NN")
+
+
+def baseline_errors(X: torch.Tensor, z: torch.Tensor, length: int, methods=BASELINES, d_x: int = 30) -> dict:
+    """0-1 errors of classical classifiers fitted, prompt by prompt, on the first ``length`` contexts and
+    evaluated on the query (Fig 6.4). A prompt whose contexts hold one label predicts that label.
+
+    Args:
+        X: ``(B, l + 1, d)`` prompts of :func:`sample_icl_prompts` (one run), query first.
+        z: ``(B,)`` query labels.
+        length: number of contexts used (``1 <= length <= l``).
+        methods: names from :data:`BASELINES`.
+
+    Returns:
+        dict method -> error (float).
+    """
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.neighbors import KNeighborsClassifier
+    from sklearn.svm import SVC
+
+    check_int("length", length, minimum=1, maximum=X.shape[1] - 1)
+    for name in methods:
+        check_in("methods", name, BASELINES)
+    make = {"logistic regression": lambda: LogisticRegression(),
+            "SVM (linear)": lambda: SVC(kernel="linear"), "SVM (rbf)": lambda: SVC(kernel="rbf"),
+            "1-NN": lambda: KNeighborsClassifier(1), "3-NN": lambda: KNeighborsClassifier(3)}
+    xs = X[:, 1:length + 1, :d_x].numpy().astype(float)
+    ys = np.sign(X[:, 1:length + 1, d_x].numpy()).astype(int)
+    xq = X[:, 0, :d_x].numpy().astype(float)
+    zq = z.numpy()
+    out = {}
+    for name in methods:
+        wrong = 0
+        for i in range(len(zq)):
+            labels = np.unique(ys[i])
+            if len(labels) == 1:
+                pred = labels[0]
+            else:
+                clf = make[name]()
+                if name == "3-NN" and length < 3:
+                    clf = KNeighborsClassifier(length)
+                pred = clf.fit(xs[i], ys[i]).predict(xq[i:i + 1])[0]
+            wrong += int(pred != zq[i])
+        out[name] = wrong / len(zq)
+    return out
+
+
+def train_icl_gpt(train_config: dict, tests: list[dict], *, d_model: int = 64, n_layers: int = 3, n_heads: int = 2,
+                  lr: float = 1e-3, batch: int = 64, steps: int = 1000, n_test: int = 1000, seed: int = 0) -> dict:
+    """The GPT-2 stand-in of Fig 6.3: a causal pre-LayerNorm transformer (:mod:`lib.models.transformer`, FFN,
+    learned positions, ``n_layers`` layers of ``n_heads`` heads) reads a prompt as its sequence of columns, the
+    contexts first and the query last, and is trained with Adam on the logistic loss of its output at the query.
+
+    Args:
+        train_config: the training distribution (see :func:`icl_metrics`).
+        tests: test distributions; the 0-1 error on ``n_test`` prompts of each is returned.
+        d_model, n_layers, n_heads: the architecture.
+        lr, batch, steps: Adam step, batch and iterations.
+        seed: seeds the initialisation, training and test prompts.
+
+    Returns:
+        dict with ``error`` (numpy, one per test) and ``loss`` (training loss at the recorded steps).
+    """
+    check_int("d_model", d_model, minimum=2)
+    check_int("steps", steps, minimum=1)
+    check_int("n_test", n_test, minimum=1)
+    check_positive("lr", lr)
+    check_seed("seed", seed)
+    d = train_config["relevant"].shape[1] + train_config.get("d_y", 30)
+    length = max([train_config["length"]] + [t["length"] for t in tests])
+    torch.manual_seed(seed)
+    cfg = TransformerConfig(d_in=d, d_model=d_model, n_layers=n_layers, n_heads=n_heads, rpe="none",
+                            learned_pos=True, max_len=length + 1, causal="standard", ffn=True, layer_norm=True,
+                            d_out=1, bias=True)
+    model = Transformer(cfg)
+
+    def as_sequence(X):  # query last
+        return torch.cat([X[:, 1:], X[:, :1]], 1)
+
+    def loss_fn(m, b):
+        out = m(as_sequence(b["X"][0]))[:, -1, 0]
+        return torch.nn.functional.softplus(-b["z"][0] * out).mean()
+
+    res = train(model, loss_fn, lr=lr, steps=steps, optimizer="adam", record_every=max(1, steps // 20),
+                batch_fn=lambda step, g: _run_batch([train_config], batch, g, train_config.get("d_y", 30)),
+                generator=torch.Generator().manual_seed(seed + 1), progress=False)
+    errors = []
+    with torch.no_grad():
+        for i, t in enumerate(tests):
+            b = _run_batch([t], n_test, torch.Generator().manual_seed(seed + 100 + i), t.get("d_y", 30))
+            out = model(as_sequence(b["X"][0]))[:, -1, 0]
+            errors.append(float((b["z"][0] * out <= 0).double().mean()))
+    return {"error": np.array(errors), "loss": np.asarray(res.history["loss"])}
