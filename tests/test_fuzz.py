@@ -22,10 +22,11 @@ import torch
 from lib import curvature, curves, flows, maps, stats, train, widgets
 from lib.data import digits, gmm, prompts, sphere, tokens
 from lib.graphs import equivalence, generators, operators, sampling, wl
-from lib.models import cnn, gcn, gnn, laser, mlp, one_hidden, sgnn, transformer, unet
+from lib.models import cnn, gcn, gnn, laser, mlp, one_hidden, prune, sgnn, transformer, unet
 from lib.parts.concept_learning import deep_models, diffusion, linear_gd, shapes, sim_data, sim_one_layer
 from lib.parts.edge_of_stability import balancing, beyond_low_dimension, matrix_factorisation, one_dimensional
 from lib.parts.generalisation import chain_of_thought, gcn_sampling, group_imbalance, shallow_vits
+from lib.parts.generalisation import in_context_learning as icl
 from lib.parts.graph_networks import communities, rooted_graphs, telling_graphs_apart, walk_counting
 from lib.parts.induction_heads import construction, convergence, four_phases, sample_flows, trained_transformers
 from lib.parts.memorisation import mechanism, recall_data
@@ -65,6 +66,8 @@ IMGS = torch.zeros(3, 3, 8, 8)
 UNET_CFG = unet.UNetConfig(channels=(8, 8), emb_dim=8)
 FUNC = one_dimensional.quartic()
 MU2, SIG2 = [1.0, 2.0], [0.1, 0.2]
+MU6, NU6 = icl.icl_banks(6, 4, 10)
+ICL_CFG = dict(relevant=MU6, irrelevant=NU6, tasks=icl.cyclic_tasks(6), length=4, alpha=0.8, kappa=0.5)
 EDGES4 = np.array([[0, 1, 2, 0], [1, 2, 3, 3]])  # a 4-cycle as a (2, m) edge list with i < j
 
 
@@ -323,6 +326,18 @@ CASES = [
     C(chain_of_thought.AttentionOnlyCoT, "d:count n_steps:count init_std:nonneg seed:seed", 6, 2),
     C(chain_of_thought.oracle_errors, "A:array steps:array alpha:prob lengths:array n_queries:count seed:seed",
       [np.eye(3) * 0.7 + 0.1], [np.arange(3)], alpha=0.8, lengths=[2, 4], n_queries=20),
+    C(prune.neuron_mask, "rate:prob method:option", torch.rand(2, 5), 0.4),
+    C(icl.icl_banks, "m1:count m2:count d_x:count beta:pos", 3, 2, 6, 1.0),
+    C(icl.cyclic_tasks, "m1:count u:count", 4, 2),
+    C(icl.all_tasks, "m1:count", 4),
+    C(icl.condition_632, "tasks:array m1:count", icl.cyclic_tasks(4), 4),
+    C(icl.ood_patterns, "a:real b:real", MU6, 0.6, 0.5),
+    C(icl.sample_icl_prompts, "n:count length:count alpha:prob kappa:nonneg d_y:count", 4, MU6, NU6,
+      icl.cyclic_tasks(6), length=3, alpha=0.8, kappa=0.5, generator=torch.Generator().manual_seed(0), d_y=4),
+    C(icl.icl_model, "runs:count m:count d_x:count d_y:count delta:prob seed:seed", 1, m=4, d_x=4, d_y=2),
+    C(icl.icl_metrics, "n:count seed:seed", icl.icl_model(1, m=4, d_x=10, d_y=30), [ICL_CFG], n=5),
+    C(icl.pruning_curve, "rates:array method:option run:count n:count draws:count seed:seed",
+      icl.icl_model(1, m=4, d_x=10, d_y=30), ICL_CFG, [0.0, 0.5], n=5),
 ]
 
 

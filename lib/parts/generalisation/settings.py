@@ -128,3 +128,15 @@ VIT = {
     "M": 5, "d": 10, "L": 30, "c0": 0.3, "m": 100, "eta": 0.5, "batch": 16, "steps": 300,
     "sigma": 0.1, "delta": 0.2, "kappa": 1.0, "n_test": 500, "success_hinge": 1e-3,
 }
+
+# ---- Chapter 5 (thesis ch. 6): in-context learning with a nonlinear transformer, and pruning ----
+
+#: Section 6.5 of the thesis (None where it is silent: width, step size, batch, iterations, delta, seeds).
+PAPER_ICL = {
+    "d_X": 30, "d_Y": 30, "beta": 3.0, "M1": 6, "M2": 24, "K": 0.5, "K_ood": 5.0, "alpha": 0.8, "l_tr": 20,
+    "U": 1, "U_gpt": 4, "m_a": 60, "m_b": 60, "fig62_ab": (0.64, 0.64), "ab_norm2": 0.82, "fig65_alpha": 0.6,
+    "m": None, "eta": None, "batch": None, "steps": None, "delta": None, "gpt_width": None,
+}
+#: The book's choices where the thesis is silent (one-layer model and the GPT-2 stand-in of Fig 6.3).
+ICL_TRAINING = {"m": 200, "delta": 0.2, "lr": 1.0, "batch": 64, "steps": 1500, "success_hinge": 0.02}
+ICL_GPT = {"d_model": 64, "n_layers": 3, "n_heads": 2, "lr": 1e-3, "batch": 64, "steps": 3000}

@@ -1,0 +1,95 @@
+"""Unit tests of chapter VI.5 (Li's thesis, chapter 6: in-context learning with a nonlinear transformer)."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from lib.parts.generalisation import in_context_learning as icl
+
+
+@pytest.mark.parametrize("m1,u", [(4, 1), (6, 1), (6, 4), (8, 3)])
+def test_cyclic_tasks_meet_condition_632(m1, u):
+    tasks = icl.cyclic_tasks(m1, u)
+    assert tasks.shape == (m1 * u, 2)
+    assert icl.condition_632(tasks, m1)
+    assert len(icl.unseen_tasks(tasks, m1)) == m1 * (m1 - 1) - m1 * u
+    assert not icl.condition_632(tasks[:-1], m1)
+
+
+def test_all_tasks_and_bad_tasks():
+    assert len(icl.all_tasks(6)) == 30
+    with pytest.raises(ValueError, match="tasks"):
+        icl.condition_632(np.array([[0, 0]]), 3)
+
+
+def test_ood_patterns_orthogonal_with_norm_beta():
+    mu, nu = icl.icl_banks(6, 24, 30, 3.0)
+    a = 0.7
+    b = math.sqrt(0.82 - a * a)
+    mp = icl.ood_patterns(mu, a, b)
+    assert torch.allclose(mp @ mp.T, 9.0 * torch.eye(3), atol=1e-5)
+    assert torch.allclose(mp @ nu.T, torch.zeros(3, 24), atol=1e-6)
+    coef = mp @ mu.T / 9.0  # coefficients k_{j,i}
+    assert torch.allclose(coef.sum(1), torch.tensor([a + b, math.sqrt(2), math.sqrt(2)]), atol=1e-5)
+
+
+def test_prompt_shapes_and_labels():
+    mu, nu = icl.icl_banks()
+    tasks = icl.cyclic_tasks(6)
+    p = icl.sample_icl_prompts(500, mu, nu, tasks, length=10, alpha=0.8, kappa=0.5,
+                               generator=torch.Generator().manual_seed(0))
+    X, z, pat = p["X"], p["z"], p["pattern"]
+    assert X.shape == (500, 11, 60) and z.shape == (500,) and pat.shape == (500, 11)
+    assert torch.all(X[:, 0, 30:] == 0)  # the query carries no label
+    assert torch.all(X[:, 1:, 30].abs() == 1) and torch.all(X[:, 1:, 31:] == 0)
+    # the relevant part of every token is its pattern; the irrelevant part is a multiple of one nu, |kappa| <= 0.5
+    rel = X[..., :6] / 3.0
+    assert torch.allclose(rel, torch.nn.functional.one_hot(pat, 6).float())
+    assert X[..., 6:30].abs().max() <= 1.5 + 1e-6
+    # query label: +1 exactly for the task's first pattern; decisive contexts carry the task's labels
+    same = p["same"]
+    assert torch.all(X[:, 1:, 30][same] == z.view(-1, 1).expand(-1, 10)[same])
+    assert 0.3 < same.float().mean() < 0.5  # alpha / 2 = 0.4
+    assert set(z.tolist()) == {-1.0, 1.0}
+
+
+def test_model_init_and_forward():
+    model = icl.icl_model(2, m=20, delta=0.2, seed=0)
+    assert torch.allclose(model.a.abs(), torch.full((20,), 1 / 20))
+    assert torch.allclose(model.W_Q[0].diag()[:30], torch.full((30,), 0.2))
+    assert torch.all(model.W_Q[0].diag()[30:] == 0)
+    X = torch.randn(2, 5, 4, 60)
+    valid = torch.tensor([True, True, False]).expand(2, 5, 3)
+    out, att = icl.icl_forward(model, X, valid)
+    assert out.shape == (2, 5) and att.shape == (2, 5, 3)
+    assert torch.allclose(att.sum(-1), torch.ones(2, 5)) and torch.all(att[..., 2] == 0)
+    keep = torch.ones(2, 20, dtype=torch.bool)
+    assert torch.allclose(icl.icl_forward(model, X, valid, keep)[0], out, atol=1e-6)
+    assert torch.all(icl.icl_forward(model, X, valid, ~keep)[0] == 0)
+
+
+def test_tiny_run_learns_unseen_tasks():
+    mu, nu = icl.icl_banks()
+    tasks = icl.cyclic_tasks(6)
+    cfg = dict(relevant=mu, irrelevant=nu, tasks=tasks, length=10, alpha=0.8, kappa=0.5)
+    test = dict(cfg, tasks=icl.unseen_tasks(tasks, 6))
+    before = icl.icl_metrics(icl.icl_model(1, m=40), [test], n=300)
+    res = icl.train_icl([cfg], m=40, steps=150, batch=32, checkpoints=[0, 150])
+    after = icl.icl_metrics(res["model"], [test], n=300)
+    assert after["hinge"][0] < 0.5 * before["hinge"][0]
+    assert after["error"][0] < 0.2
+    assert len(res["states"]) == 2
+
+
+def test_pruning_curve_and_baselines():
+    mu, nu = icl.icl_banks()
+    cfg = dict(relevant=mu, irrelevant=nu, tasks=icl.cyclic_tasks(6), length=6, alpha=0.8, kappa=0.5)
+    model = icl.icl_model(1, m=20)
+    c = icl.pruning_curve(model, cfg, [0.0, 1.0], "magnitude", n=50)
+    assert c["hinge"][1] == pytest.approx(1.0)  # everything pruned: F = 0
+    p = icl.sample_icl_prompts(10, mu, nu, cfg["tasks"], length=6, alpha=0.8, kappa=0.5,
+                               generator=torch.Generator().manual_seed(0))
+    errs = icl.baseline_errors(p["X"], p["z"], 6)
+    assert set(errs) == set(icl.BASELINES) and all(0 <= e <= 1 for e in errs.values())
