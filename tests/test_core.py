@@ -113,6 +113,21 @@ def test_period_detection_on_logistic_quartic_map():
     assert list(maps.detect_period(traj)) == [1, 2, 4, -1]
 
 
+def test_lyapunov_exponent_known_values():
+    """ln 2 for the fully chaotic logistic map, ln|multiplier|/2 on the period-2 orbit of r = 3.2 (multiplier
+    4 + 2r - r^2), the top rate of a linear map whatever the start direction, NaN for a diverging orbit."""
+    lam = maps.lyapunov_exponent(lambda x: 4 * x * (1 - x), np.array([0.3, 0.2]), 4000, transient=100)
+    assert np.allclose(lam, np.log(2), atol=0.01)
+    lam = maps.lyapunov_exponent(lambda x: 3.2 * x * (1 - x), np.array([0.3]), 1000, transient=500)
+    assert np.isclose(lam[0], 0.5 * np.log(4 + 6.4 - 3.2**2), atol=1e-6)
+    scale = torch.tensor([2.0, 0.5], dtype=torch.float64)
+    lam = maps.lyapunov_exponent(lambda x: x * scale, np.ones((3, 2)), 50, transient=50, seed=1)
+    assert np.allclose(lam, np.log(2), atol=1e-9)
+    assert np.isnan(maps.lyapunov_exponent(lambda x: x**2, np.array([2.0]), 2000)[0])
+    with pytest.raises(ValueError, match="x0"):
+        maps.lyapunov_exponent(lambda x: x, np.array([np.nan]), 5)
+
+
 @settings(max_examples=10, deadline=None)
 @given(K=st.floats(1.01, 1.2))
 def test_two_step_fixed_points_satisfy_fixed_point_equation(K):

@@ -99,6 +99,8 @@ CASES = [
     C(flows.log_time_grid, "t0:nonneg t1:pos n:count", 0.0, 10.0, 5),
     C(flows.integrate_flow, "rhs:callable y0:array method:option rtol:pos atol:pos",
       lambda t, y: -y, [1.0], (0.0, 1.0)),
+    C(maps.lyapunov_exponent, "F:callable x0:array steps:count transient:nonneg seed:seed", lambda x: 0.5 * x,
+      [1.0], 5),
     C(maps.iterate_map, "F:callable x0:array steps:count bound:pos", lambda x: 0.5 * x, [1.0], 5),
     C(maps.detect_period, "traj:state max_period:count tol:pos", np.tile([0.0, 1.0], 8), 4),
     C(maps.bifurcation_diagram, "F_param:callable params:array transient:count keep:count",

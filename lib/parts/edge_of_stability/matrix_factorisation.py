@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from lib.config import check_array, check_in, check_int, check_positive, check_range, check_seed, check_shape
+from lib.maps import lyapunov_exponent
 from lib.parts.edge_of_stability.one_dimensional import period2_orbit
 
 
@@ -292,13 +293,16 @@ def divergence_boundary(k1_values, k2_values, finite) -> np.ndarray:
 
 
 def mf_bifurcation(K_values, *, ratio: float = 0.2, d: int = 4, steps: int = 6000, keep: int = 64,
-                   scale: float = 0.1, seed: int = 0) -> dict:
+                   scale: float = 0.1, seed: int = 0, lyapunov_steps: int = 0) -> dict:
     """Fig 2: the attractor of ``(sigma_max(Y), sigma_max(Z)) / sigma_1`` against ``K = eta sigma_1^2``.
 
     One generic initialisation (same for every K), eta = 1, ``C = diag(K, ratio K, ratio K / 2, ...)``, so
     ``eta (sigma_1^2 + sigma_2^2) = (1 + ratio) K``. Returns dict with ``K`` (n,), ``sy``, ``sz`` (n, keep):
-    the last ``keep`` values of sigma_max / sigma_1, and ``diverged`` (n,).
+    the last ``keep`` values of sigma_max / sigma_1, and ``diverged`` (n,). With ``lyapunov_steps > 0`` also
+    ``lyapunov`` (n,): the largest Lyapunov exponent of the GD map on ``(Y, Z)`` (:func:`lib.maps.lyapunov_exponent`)
+    over that many further steps from the final state (positive: chaotic; NaN for a diverged run).
     """
+    check_int("lyapunov_steps", lyapunov_steps, minimum=0)
     check_range("ratio", ratio, 0.0, 1.0, lo_open=True)
     check_int("d", d, minimum=2)
     check_int("steps", steps, minimum=1)
@@ -315,7 +319,21 @@ def mf_bifurcation(K_values, *, ratio: float = 0.2, d: int = 4, steps: int = 600
     Y, Z = Y.expand(len(K), d, d).clone(), Z.expand(len(K), d, d).clone()
     res = mf_gd(Y, Z, C, 1.0, steps, tail=keep)
     s1 = np.sqrt(K)[:, None]
-    return dict(K=K, sy=res["tail_sy"] / s1, sz=res["tail_sz"] / s1, diverged=res["diverged"])
+    out = dict(K=K, sy=res["tail_sy"] / s1, sz=res["tail_sz"] / s1, diverged=res["diverged"])
+    if lyapunov_steps:
+        def step(x):  # x = (B, 2, d, d): Y and Z stacked
+            Yn, Zn = mf_step(x[:, 0], x[:, 1], C, 1.0)
+            return torch.stack([Yn, Zn], 1)
+
+        x = torch.stack([torch.as_tensor(res["Y"]), torch.as_tensor(res["Z"])], 1)
+        lam = np.full(len(K), np.nan)
+        ok = ~np.asarray(res["diverged"], dtype=bool)
+        if ok.any():
+            C_all, C = C, C[torch.as_tensor(ok)]
+            lam[ok] = lyapunov_exponent(step, x[torch.as_tensor(ok)], lyapunov_steps, seed=seed)
+            C = C_all
+        out["lyapunov"] = lam
+    return out
 
 
 def _np(a):
