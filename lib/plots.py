@@ -46,6 +46,44 @@ STYLE = {
 }
 
 
+#: Width of the HTML book's text column in inches at ``figure.dpi`` (688 px at 100 dpi): a figure this wide or
+#: narrower is shown at full size, so its 10 pt labels stay 10 pt; a wider one is scaled down with its text.
+COLUMN_WIDTH = 6.8
+
+
+def panels(n: int, *, cols: int = 2, height: float = 2.8, width: float = COLUMN_WIDTH, **subplot_kw):
+    """A figure of ``n`` panels in rows of ``cols`` that fits the book's column at full size.
+
+    Multi-panel figures grow downwards, not sideways: four panels are a 2 x 2 grid of the column's width, not a
+    row twice as wide as the page. Unused slots of the last row are removed.
+
+    Args:
+        n: number of panels.
+        cols: panels per row (2 for most plots, 3 for small heat maps or images).
+        height: height of one row in inches.
+        width: figure width in inches (at most :data:`COLUMN_WIDTH`).
+        **subplot_kw: passed to ``plt.subplots`` (``sharex``, ``sharey``, ``gridspec_kw``, ``subplot_kw``...).
+
+    Returns:
+        ``(fig, axes)``, ``axes`` a 1-D array of the ``n`` axes in reading order.
+    """
+    import matplotlib.pyplot as plt
+
+    from lib.config import check_int, check_range
+
+    check_int("n", n, minimum=1)
+    check_int("cols", cols, minimum=1)
+    check_range("height", height, 0.5, 12.0)
+    check_range("width", width, 1.0, COLUMN_WIDTH)
+    cols = min(cols, n)
+    rows = -(-n // cols)
+    fig, grid = plt.subplots(rows, cols, figsize=(width, height * rows), squeeze=False, **subplot_kw)
+    flat = grid.ravel()
+    for ax in flat[n:]:
+        ax.remove()
+    return fig, flat[:n]
+
+
 def use_style() -> None:
     """Apply the book's matplotlib style (call once at the top of a chapter).
 

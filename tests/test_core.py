@@ -223,6 +223,24 @@ def test_cobweb_and_plot_helpers_draw_what_they_say():
     assert num_params(net) == sum(p.numel() for p in net.parameters() if p.requires_grad)
 
 
+def test_panels_fit_the_column():
+    import matplotlib.pyplot as plt
+
+    from lib import plots
+
+    fig, axes = plots.panels(3, cols=2, height=2.5, sharey=True)
+    assert axes.shape == (3,) and len(fig.axes) == 3
+    assert tuple(fig.get_size_inches()) == (plots.COLUMN_WIDTH, 5.0)
+    plt.close(fig)
+    fig, axes = plots.panels(1, cols=3)
+    assert axes.shape == (1,) and fig.get_size_inches()[1] == 2.8
+    plt.close(fig)
+    with pytest.raises(ValueError, match="width"):
+        plots.panels(2, width=12)
+    with pytest.raises(ValueError, match="n"):
+        plots.panels(0)
+
+
 def test_chapter_resources_record_widget_times_and_memory(tmp_path, monkeypatch):
     """In a build, each static widget's frame times and the kernel's peak memory reach the chapter's record."""
     import json

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 import torch
 
-from lib import curvature, curves, flows, maps, stats, train, widgets
+from lib import curvature, curves, flows, maps, plots, stats, train, widgets
 from lib.data import digits, gmm, prompts, sphere, tokens
 from lib.graphs import equivalence, generators, operators, sampling, wl
 from lib.models import cnn, gcn, gnn, laser, mlp, one_hidden, prune, sgnn, transformer, unet
@@ -101,6 +101,7 @@ CASES = [
       lambda t, y: -y, [1.0], (0.0, 1.0)),
     C(maps.lyapunov_exponent, "F:callable x0:array steps:count transient:nonneg seed:seed", lambda x: 0.5 * x,
       [1.0], 5),
+    C(plots.panels, "n:count cols:count height:pos width:pos", 2),
     C(maps.iterate_map, "F:callable x0:array steps:count bound:pos", lambda x: 0.5 * x, [1.0], 5),
     C(maps.detect_period, "traj:state max_period:count tol:pos", np.tile([0.0, 1.0], 8), 4),
     C(maps.bifurcation_diagram, "F_param:callable params:array transient:count keep:count",
