@@ -210,6 +210,79 @@ def test_figures_have_descriptive_alt_text(docname):
     assert not bad, f"{docname}: figures without a description: {bad[:3]}"
 
 
+#: chapters whose figures still predate the column-width and caption convention (CONTRIBUTING, "Code style"):
+#: the two checks below skip them; a chapter leaves this list when its figures are redrawn, never the other way.
+FIGURES_NOT_YET_FITTED = {
+    # Parts I-III
+    "notebooks/edge_of_stability/01_one_dimensional",
+    "notebooks/edge_of_stability/02_balancing",
+    "notebooks/edge_of_stability/03_matrix_factorisation",
+    "notebooks/edge_of_stability/04_beyond_low_dimension",
+    "notebooks/induction_heads/01_construction",
+    "notebooks/induction_heads/02_four_phases",
+    "notebooks/induction_heads/03_trained_transformers",
+    "notebooks/concept_learning/01_sim_one_layer",
+    "notebooks/concept_learning/02_deep_models",
+    "notebooks/concept_learning/03_diffusion",
+    # Parts IV-VI
+    "notebooks/graph_networks/01_telling_graphs_apart",
+    "notebooks/graph_networks/02_rooted_graphs",
+    "notebooks/graph_networks/03_communities",
+    "notebooks/memorisation/01_noisy_recall",
+    "notebooks/memorisation/02_mechanism",
+    "notebooks/memorisation/03_language_models",
+    "notebooks/generalisation/01_shallow_vits",
+    "notebooks/generalisation/03_group_imbalance",
+    "notebooks/generalisation/04_gcn_sampling",
+    "notebooks/generalisation/05_in_context_learning",
+    "notebooks/generalisation/06_chain_of_thought",
+}
+
+
+#: the book's text column in CSS pixels (lib.plots.COLUMN_WIDTH at 100 dpi) and the rounding of a tight bounding box
+COLUMN_PX = 688
+COLUMN_SLACK_PX = 12
+
+
+def _page_images(docname):
+    import re
+
+    page = (BUILD / "html" / f"{docname}.html").read_text()
+    return page, re.findall(r'<img alt="[^"]*"[^>]*? src="(?:\.\./)*(_images/[^"]+\.png)"', page)
+
+
+@pytest.mark.parametrize("docname", _toc_chapters())
+def test_figures_fit_the_column(docname):
+    """Every figure is drawn at most as wide as the text column, so it is shown at full size and its labels keep
+    their size (a figure twice as wide is shown at half size, tick labels at 5 px)."""
+    import struct
+
+    if docname in FIGURES_NOT_YET_FITTED:
+        pytest.skip("figures not yet redrawn to the column width")
+    _, images = _page_images(docname)
+    wide = {}
+    for rel in images:
+        with open(BUILD / "html" / rel, "rb") as fh:
+            width = struct.unpack(">I", fh.read(24)[16:20])[0]
+        if width > COLUMN_PX + COLUMN_SLACK_PX:
+            wide[rel.rsplit("/", 1)[-1]] = width
+    assert not wide, f"{docname}: figures wider than the {COLUMN_PX} px column: {wide}"
+
+
+@pytest.mark.parametrize("docname", _toc_chapters())
+def test_figures_have_numbered_captions(docname):
+    """Every figure of a chapter sits in a numbered figure with a caption (MyST-NB figure metadata)."""
+    import re
+
+    if docname in FIGURES_NOT_YET_FITTED:
+        pytest.skip("figures not yet given numbered captions")
+    page, images = _page_images(docname)
+    captioned = re.findall(r'<figure[^>]*>\s*<img[^>]*?src="(?:\.\./)*(_images/[^"]+\.png)"[^>]*>\s*'
+                           r'<figcaption>\s*<p><span class="caption-number">', page)
+    missing = sorted(set(images) - set(captioned))
+    assert not missing, f"{docname}: {len(missing)} of {len(images)} figures without a numbered caption"
+
+
 @pytest.mark.parametrize("docname", _toc_chapters())
 def test_chapter_resources_reported(docname):
     """The build's report carries each chapter's peak memory and, where it has a static widget, the time of its
