@@ -91,7 +91,10 @@ def sample_mixture(gmm: GaussianMixture, n: int, rng: np.random.Generator, batch
     g = rng.choice(gmm.groups, size=shape, p=gmm.lambdas)
     chol = np.linalg.cholesky(gmm.covs)
     z = rng.standard_normal(shape + (gmm.dim,))
-    X = gmm.means[g] + np.einsum("...ij,...j->...i", chol[g], z)
+    X = gmm.means[g]
+    for l in range(gmm.groups):  # group by group: chol[g] would hold a d x d matrix per sample (GBs at n = 2e5)
+        mask = g == l
+        X[mask] += z[mask] @ chol[l].T
     return X, g
 
 
