@@ -304,6 +304,12 @@ CASES = [
     C(walk_counting.cosine_schedule, "steps:count", 10),
     C(walk_counting.handset_counts, "length:count", G6, 2),
     # ----------------------------------------------------------------------------------------------- Part V
+    C(mechanism.table_c1, "n_tokens:count alpha:prob", 10, 0.3),
+    C(mechanism.value_gradient_cases, "n_tokens:count seq_len:count alpha:prob m:count reps:count seed:seed",
+      4, 6, 0.3, m=5, reps=2),
+    C(mechanism.qk_gradient_scores,
+      "n_tokens:count seq_len:count alpha:prob beta1:pos beta2:nonneg m:count reps:count seed:seed", 4, 6, 0.3,
+      m=5, reps=2),
     C(mechanism.noise_logit_fixed_point, "alpha:prob n_tokens:count", 0.2, 8),
     C(mechanism.noise_logit_recursion, "alpha:prob n_tokens:count eta:pos steps:count", 0.2, 8, 1.0, 5),
     C(mechanism.sample_recall_sequences, "m:count n_tokens:count seq_len:count alpha:prob trigger:count", 4, 6, 8,

@@ -6,7 +6,9 @@ Three small pieces of the thesis's theory (ch. 4 and app. C of ``chen2025thesis`
 * the linear associative memory with noise (C.33) of Fig 4.5, trained by full-batch gradient descent on the
   *population* cross-entropy (an exact population map, written by hand and batched over seeds with a leading
   axis, so :func:`lib.train.train_stacked` is not used);
-* the two-variable gradient flow (C.38) behind Thm 4.3, integrated with ``scipy.integrate.solve_ivp``.
+* the two-variable gradient flow (C.38) behind Thm 4.3, integrated with ``scipy.integrate.solve_ivp``;
+* Monte Carlo estimates of the one-step gradients of model (4.2) at zero (Lemma C.2, Table C.1) and of the
+  attention gradient of Thm 4.2 (the population expectations as means over many sampled sequences).
 """
 
 from __future__ import annotations
@@ -20,6 +22,10 @@ __all__ = [
     "sample_recall_sequences",
     "one_step_gradients",
     "one_step_margins",
+    "C1_CASES",
+    "table_c1",
+    "value_gradient_cases",
+    "qk_gradient_scores",
     "noise_logit_fixed_point",
     "noise_logit_recursion",
     "associative_memory_run",
@@ -180,6 +186,142 @@ def one_step_margins(m: int, n_tokens: int, seq_len: int, alpha: float, *, reps:
         ff[r] = xi_f[n_tokens] - xi_f[:n_tokens].max()
         attn[r] = xi_v[n_tokens] - xi_v[:n_tokens].max()
     return {"ff": ff, "attn": attn}
+
+
+#: The ten cases ``(j, k)`` of Table C.1: output row ``j`` and input token ``k`` of ``W_U(j)^T grad_{W_V} W_E(k)``;
+#: "other" is any clean token other than the trigger ``q``, "same" the same one as ``j``, "other'" a third one.
+C1_CASES = (("N+1", "N+1"), ("N+1", "q"), ("N+1", "other"), ("q", "N+1"), ("q", "q"), ("q", "other"),
+            ("other", "N+1"), ("other", "q"), ("other", "same"), ("other", "other'"))
+
+
+def table_c1(n_tokens: int, alpha: float) -> np.ndarray:
+    """The means ``mu(j, k)`` of Table C.1 (leading order in ``N``, ``T``), in the order of :data:`C1_CASES`."""
+    check_int("n_tokens", n_tokens, minimum=2)
+    check_range("alpha", alpha, 0.0, 1.0, lo_open=True, hi_open=True)
+    n, a = float(n_tokens), float(alpha)
+    return np.array([-a * a / n, -a / n, -a / n, (2 * a - 1) / n**2, (2 * a - 1) / (a * n**2), a / n**2,
+                     a * a / n**2, a / n**2, (-a * a + 3 * a - 1) / n**2, a / n**2])
+
+
+def _case_masks(n_tokens: int, trigger: int) -> list[np.ndarray]:
+    """Boolean (N+1, N+1) masks of the (j, k) entries that make up each case of :data:`C1_CASES`."""
+    v = n_tokens + 1
+    noise = np.zeros(v, bool)
+    noise[n_tokens] = True
+    q = np.zeros(v, bool)
+    q[trigger] = True
+    other = ~noise & ~q
+    eye = np.eye(v, dtype=bool)
+    rows = {"N+1": noise, "q": q, "other": other}
+    cols = {"N+1": noise, "q": q, "other": other}
+    masks = []
+    for j, k in C1_CASES:
+        if k == "same":
+            masks.append(rows[j][:, None] & eye)
+        elif k == "other'":
+            masks.append(rows[j][:, None] & other[None, :] & ~eye)
+        else:
+            masks.append(rows[j][:, None] & cols[k][None, :])
+    return masks
+
+
+def value_gradient_cases(n_tokens: int, seq_len: int, alpha: float, *, m: int = 20000, reps: int = 10,
+                         seed: int = 0) -> dict:
+    """Lemma C.2 by Monte Carlo: ``W_U(j)^T grad_{W_V} L W_E(k)`` at zero weights for the cases of Table C.1.
+
+    Each repetition draws ``m`` sequences (:func:`sample_recall_sequences`, trigger ``q = 0``) and takes the
+    empirical gradient (:func:`one_step_gradients`); the entries of one case (equal by symmetry) are averaged.
+
+    Returns:
+        dict with ``mean`` and ``se`` (standard error over the repetitions) of shape (10,), ``table`` (the
+        Table C.1 values, :func:`table_c1`), in the order of :data:`C1_CASES`.
+    """
+    check_int("m", m, minimum=1)
+    check_int("reps", reps, minimum=2)
+    check_seed("seed", seed)
+    table = table_c1(n_tokens, alpha)
+    check_int("seq_len", seq_len, minimum=2)
+    if n_tokens < 3:
+        raise ValueError(f"n_tokens must be >= 3 (Table C.1 needs two clean tokens besides q), got {n_tokens}")
+    rng = np.random.default_rng(seed)
+    masks = _case_masks(n_tokens, 0)
+    est = np.empty((reps, len(C1_CASES)))
+    for r in range(reps):
+        s = sample_recall_sequences(m, n_tokens, seq_len, alpha, rng)
+        g_v = one_step_gradients(s["z"], s["y"], n_tokens)[1][:, : n_tokens + 1]
+        est[r] = [g_v[mask].mean() for mask in masks]
+    return {"mean": est.mean(0), "se": est.std(0, ddof=1) / np.sqrt(reps), "table": table}
+
+
+def _qk_key_gradient(z, y, n_tokens, alpha, beta1, beta2) -> np.ndarray:
+    """``W_E(q)^T (-grad_{W_QK} L)`` on the ``2(N+1)`` key coordinates (token, then previous token) for the
+    sequences ``z`` (m, T) with labels ``y``, in the setting of :func:`qk_gradient_scores`.
+
+    At uniform attention ``d xi_k / d s_t = (v_{k,t} - mean_t v_{k,t}) / T`` and ``d s_t / d W_QK = x_T x_t^T``,
+    so the gradient is ``mean_i sum_k (p_k - 1{y_i = k}) (1/T) sum_t (v_{k,t} - v_k-bar) x_T x_t^T``.
+    """
+    m, seq_len = z.shape
+    n, v = n_tokens, n_tokens + 1
+    p_hat = np.full(v, (1 - alpha) / n)
+    p_hat[n] = alpha
+    c = -np.tile(p_hat, (m, 1))
+    c[np.arange(m), y] += 1.0
+    c[:, n] = 0.0  # W_V has no noise row in the reduced structure: v_{N+1, t} = 0
+    rows = np.arange(m)[:, None]
+    w = beta1 * c[rows, z]
+    w[:, 1:] += beta2 * c[rows, z[:, :-1]]
+    d = (w - w.mean(1, keepdims=True)) / seq_len
+    g = np.zeros(2 * v)
+    np.add.at(g, z.ravel(), d.ravel())
+    np.add.at(g, v + z[:, :-1].ravel(), d[:, 1:].ravel())
+    return g / m
+
+
+def qk_gradient_scores(n_tokens: int, seq_len: int, alpha: float, *, beta1: float = 1.0, beta2: float = 0.5,
+                       m: int = 20000, reps: int = 10, seed: int = 0) -> dict:
+    """Thm 4.2 by Monte Carlo: the attention scores that one step of ``W_QK`` gives each kind of key.
+
+    The setting of the proof (App. C.4, phase 3): attention uniform (``W_QK = 0``), the prediction already
+    ``p(N+1) = alpha`` and ``(1 - alpha)/N`` for each clean token (Assumption C.4.1), and ``W_V`` with the
+    structure (C.21) reduced to ``W_U(j)^T W_V x_t = beta1 1{z_t = j} + beta2 1{z_{t-1} = j}`` for clean ``j``
+    (the proof's own simplification). The negative gradient ``-grad_{W_QK} L``, projected on the query's token
+    ``W_E(q)``, gives a score to every key ``x_t = W_E(z_t) + W~_E(z_{t-1})``.
+
+    Returns:
+        dict of floats (means over the repetitions, ``*_se`` their standard errors): ``clean_after_q`` (a clean
+        token after the trigger, averaged over clean tokens), ``noise_after_q`` (the noise token after it),
+        ``gap`` (their difference), ``max_other`` (the largest score of a key not after the trigger), and the
+        proof's values ``c29`` = (1-a)^2 beta1 (1 + 1/N)/N, ``c31`` = (1-a)^2 beta1 / N and the bound
+        ``c32`` = (1-a)^2 (beta1 + 2 beta2)/N^2.
+    """
+    check_int("n_tokens", n_tokens, minimum=3)
+    check_int("seq_len", seq_len, minimum=2)
+    check_range("alpha", alpha, 0.0, 1.0, lo_open=True, hi_open=True)
+    check_positive("beta1", beta1)
+    check_positive("beta2", beta2, allow_zero=True)
+    check_int("m", m, minimum=1)
+    check_int("reps", reps, minimum=2)
+    check_seed("seed", seed)
+    rng = np.random.default_rng(seed)
+    n, v, q = n_tokens, n_tokens + 1, 0
+    keys = {"clean_after_q": [], "noise_after_q": [], "gap": [], "max_other": []}
+    for _ in range(reps):
+        s = sample_recall_sequences(m, n, seq_len, alpha, rng)
+        g = _qk_key_gradient(s["z"], s["y"], n, alpha, beta1, beta2)
+        clean = g[1:n].mean() + g[v + q]
+        noise = g[n] + g[v + q]
+        score = g[:v, None] + g[None, v:]  # (token, previous token)
+        keys["clean_after_q"].append(clean)
+        keys["noise_after_q"].append(noise)
+        keys["gap"].append(clean - noise)
+        keys["max_other"].append(np.delete(score, q, axis=1).max())
+    out = {}
+    for k, vals in keys.items():
+        vals = np.asarray(vals)
+        out[k], out[k + "_se"] = float(vals.mean()), float(vals.std(ddof=1) / np.sqrt(reps))
+    a2 = (1 - alpha) ** 2
+    out.update(c29=a2 * beta1 * (1 + 1 / n) / n, c31=a2 * beta1 / n, c32=a2 * (beta1 + 2 * beta2) / n**2)
+    return out
 
 
 def _sphere(rng: np.random.Generator, shape) -> np.ndarray:

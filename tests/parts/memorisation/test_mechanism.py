@@ -99,3 +99,42 @@ def test_sampler_structure():
     assert ((nxt == 6) | (nxt == s["ybar"][rows[0]])).all()
     with pytest.raises(ValueError):
         sample_recall_sequences(5, 6, 30, 0.5, np.random.default_rng(0), trigger=6)
+
+
+def test_table_c1_cases_and_monte_carlo_signs():
+    from lib.parts.memorisation.mechanism import C1_CASES, table_c1, value_gradient_cases
+
+    t = table_c1(20, 0.3)
+    assert t.shape == (len(C1_CASES),) and np.isclose(t[0], -0.09 / 20) and np.isclose(t[8], (-0.09 + 0.9 - 1) / 400)
+    r = value_gradient_cases(12, 120, 0.3, m=4000, reps=3, seed=1)
+    assert np.all(np.sign(r["mean"]) == np.sign(r["table"]))
+    with pytest.raises(ValueError, match="alpha"):
+        table_c1(10, 1.0)
+
+
+def test_qk_key_gradient_matches_autograd_of_the_reduced_model():
+    """The closed-form projection equals autograd of sum_k (p_k - 1{y=k}) xi_k at W_QK = 0, where xi is the
+    attention read-out through the reduced W_V (beta1 on tokens, beta2 on previous tokens, no noise row)."""
+    import torch
+
+    from lib.parts.memorisation.mechanism import _qk_key_gradient, sample_recall_sequences
+
+    n, t, a, b1, b2 = 5, 9, 0.3, 1.0, 0.4
+    s = sample_recall_sequences(11, n, t, a, np.random.default_rng(2))
+    v = n + 1
+    eye = torch.eye(2 * v, dtype=torch.float64)
+    z = torch.tensor(s["z"])
+    x = eye[z] + torch.cat([torch.zeros(11, 1, 2 * v, dtype=torch.float64), eye[v + z[:, :-1]]], 1)
+    w_v = torch.zeros(v, 2 * v, dtype=torch.float64)
+    w_v[:n, :n] = b1 * torch.eye(n, dtype=torch.float64)
+    w_v[:n, v:v + n] = b2 * torch.eye(n, dtype=torch.float64)
+    w_qk = torch.zeros(2 * v, 2 * v, dtype=torch.float64, requires_grad=True)
+    att = torch.softmax(torch.einsum("bd,de,bte->bt", x[:, -1], w_qk, x), dim=1)
+    xi = torch.einsum("bt,od,btd->bo", att, w_v, x)
+    p_hat = torch.full((v,), (1 - a) / n, dtype=torch.float64)
+    p_hat[n] = a
+    coef = p_hat - torch.nn.functional.one_hot(torch.tensor(s["y"]), v).double()
+    (coef * xi).sum(1).mean().backward()
+    neg = -w_qk.grad.numpy()[0]  # row of the query token q = 0 (x_T = e_q + e~_{z_{T-1}})
+    got = _qk_key_gradient(s["z"], s["y"], n, a, b1, b2)
+    assert np.allclose(got, neg)
