@@ -11,7 +11,7 @@ from lib.flows import integrate_flow
 from lib.parts.induction_heads.four_phases import _check_setting, mixed_target, reparam_forward, targets_star
 
 
-# ------------------------------------------------------------------------------------------ true softmax (N9)
+# ------------------------------------------------------------------------- true softmax on sampled sequences
 def ih_moments(w_values, X, w_star: float, *, softmax: str = "true", target: str | None = None):
     """Monte-Carlo moments of the induction head on a fixed sample, for each ``w`` (score weight ``w^2``).
 
