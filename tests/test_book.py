@@ -216,7 +216,6 @@ FIGURES_NOT_YET_FITTED = {
     # Parts I-III
     "notebooks/edge_of_stability/01_one_dimensional",
     "notebooks/edge_of_stability/02_balancing",
-    "notebooks/edge_of_stability/04_beyond_low_dimension",
     "notebooks/induction_heads/01_construction",
     "notebooks/induction_heads/02_four_phases",
     "notebooks/induction_heads/03_trained_transformers",
