@@ -216,7 +216,6 @@ FIGURES_NOT_YET_FITTED = {
     # Parts I-III
     "notebooks/induction_heads/01_construction",
     "notebooks/induction_heads/02_four_phases",
-    "notebooks/induction_heads/03_trained_transformers",
     "notebooks/concept_learning/01_sim_one_layer",
     "notebooks/concept_learning/02_deep_models",
     "notebooks/concept_learning/03_diffusion",
