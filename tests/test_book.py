@@ -218,7 +218,6 @@ FIGURES_NOT_YET_FITTED = {
     # Parts IV-VI
     "notebooks/graph_networks/01_telling_graphs_apart",
     "notebooks/graph_networks/02_rooted_graphs",
-    "notebooks/graph_networks/03_communities",
     "notebooks/memorisation/01_noisy_recall",
     "notebooks/memorisation/02_mechanism",
     "notebooks/memorisation/03_language_models",
