@@ -220,10 +220,7 @@ FIGURES_NOT_YET_FITTED = {
     "notebooks/graph_networks/02_rooted_graphs",
     "notebooks/memorisation/01_noisy_recall",
     "notebooks/memorisation/02_mechanism",
-    "notebooks/memorisation/03_language_models",
-    "notebooks/generalisation/01_shallow_vits",
     "notebooks/generalisation/03_group_imbalance",
-    "notebooks/generalisation/04_gcn_sampling",
     "notebooks/generalisation/05_in_context_learning",
     "notebooks/generalisation/06_chain_of_thought",
 }
