@@ -217,9 +217,7 @@ FIGURES_NOT_YET_FITTED = {
     "notebooks/concept_learning/03_diffusion",
     # Parts IV-VI
     "notebooks/graph_networks/01_telling_graphs_apart",
-    "notebooks/generalisation/03_group_imbalance",
     "notebooks/generalisation/05_in_context_learning",
-    "notebooks/generalisation/06_chain_of_thought",
 }
 
 
