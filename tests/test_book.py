@@ -217,7 +217,6 @@ FIGURES_NOT_YET_FITTED = {
     "notebooks/concept_learning/03_diffusion",
     # Parts IV-VI
     "notebooks/graph_networks/01_telling_graphs_apart",
-    "notebooks/generalisation/05_in_context_learning",
 }
 
 
