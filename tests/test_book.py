@@ -216,7 +216,6 @@ FIGURES_NOT_YET_FITTED = {
     # Parts I-III
     "notebooks/concept_learning/03_diffusion",
     # Parts IV-VI
-    "notebooks/graph_networks/01_telling_graphs_apart",
 }
 
 
