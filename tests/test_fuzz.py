@@ -25,7 +25,8 @@ from lib.graphs import equivalence, generators, operators, sampling, wl
 from lib.models import cnn, gcn, gnn, laser, mlp, one_hidden, prune, sgnn, transformer, unet
 from lib.parts.concept_learning import deep_models, diffusion, linear_gd, shapes, sim_data, sim_one_layer
 from lib.parts.edge_of_stability import balancing, beyond_low_dimension, matrix_factorisation, one_dimensional
-from lib.parts.generalisation import chain_of_thought, gcn_sampling, group_imbalance, shallow_vits
+from lib.parts.generalisation import chain_of_thought, gcn_sampling, group_imbalance, settings, shallow_vits
+from lib.parts.generalisation import graph_transformers as gtr
 from lib.parts.generalisation import in_context_learning as icl
 from lib.parts.graph_networks import communities, rooted_graphs, telling_graphs_apart, walk_counting
 from lib.parts.induction_heads import construction, convergence, four_phases, sample_flows, trained_transformers
@@ -68,6 +69,8 @@ FUNC = one_dimensional.quartic()
 MU2, SIG2 = [1.0, 2.0], [0.1, 0.2]
 MU6, NU6 = icl.icl_banks(6, 4, 10)
 ICL_CFG = dict(relevant=MU6, irrelevant=NU6, tasks=icl.cyclic_tasks(6), length=4, alpha=0.8, kappa=0.5)
+GT_TINY = dict(settings.GT, n=40, degree=6, K=4, m=4, n_test=10, steps=2, batch=4)
+TOY_SPD = gtr.toy_graph()["spd"]
 EDGES4 = np.array([[0, 1, 2, 0], [1, 2, 3, 3]])  # a 4-cycle as a (2, m) edge list with i < j
 
 
@@ -326,6 +329,13 @@ CASES = [
     C(shallow_vits.prop1_bound, "alpha_star:array sigma:array tau:array", 0.3, 0.1),
     C(shallow_vits.r_squared, "x:array y:array", T8, T8**2),
     C(shallow_vits.first_step_below, "curve_t:array curves:array threshold:real", T8, np.stack([Y8, Y8]), 0.5),
+    C(gtr.core_graph, "n:count gamma_d:prob eps_S:prob degree:count c0:nonneg eps0:prob seed:seed", 20, 0.4,
+      0.1, 4),
+    C(gtr.winning_margin, "spd:array z:count", TOY_SPD, np.zeros(8), np.ones(8), 1),
+    C(gtr.pe_index, "spd:array Z:count", TOY_SPD, 3),
+    C(gtr.pe_attention_toy, "b:array sizes:array relevant:array", [0.0, 1.0], [1.0, 2.0], [0.5, 0.5]),
+    C(gtr.loglog_exponent, "x:array", T8 + 1, T8 + 1),
+    C(gtr.train_gt, "steps:count record_every:count", [4], [0], GT_TINY, 0.4, 0.1, steps=2),
     C(group_imbalance.rho, "u:array sigma:array", [0.5, 1.0], 1.0),
     C(group_imbalance.spread_rate, "steps:array spreads:array fit_from:prob", T8, np.exp(-T8)),
     C(group_imbalance.permutation_error, "W:array W_star:array", np.eye(2), np.eye(2)[::-1]),

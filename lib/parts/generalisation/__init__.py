@@ -8,6 +8,7 @@ group imbalance, GCNs with topology sampling, in-context learning and chain-of-t
 chapter                                                         modules
 ==============================================================  =====================================================
 ``notebooks/generalisation/01_shallow_vits.md``                 :mod:`~lib.parts.generalisation.shallow_vits`
+``notebooks/generalisation/02_graph_transformers.md``           :mod:`~lib.parts.generalisation.graph_transformers`
 ``notebooks/generalisation/03_group_imbalance.md``              :mod:`~lib.parts.generalisation.group_imbalance`
 ``notebooks/generalisation/04_gcn_sampling.md``                 :mod:`~lib.parts.generalisation.gcn_sampling`
 ``notebooks/generalisation/05_in_context_learning.md``          :mod:`~lib.parts.generalisation.in_context_learning`

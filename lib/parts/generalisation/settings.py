@@ -140,3 +140,18 @@ PAPER_ICL = {
 #: The book's choices where the thesis is silent (one-layer model and the GPT-2 stand-in of Fig 6.3).
 ICL_TRAINING = {"m": 200, "delta": 0.2, "lr": 1.0, "batch": 64, "steps": 1500, "success_hinge": 0.02}
 ICL_GPT = {"d_model": 64, "n_layers": 3, "n_heads": 2, "lr": 1e-3, "batch": 64, "steps": 3000}
+
+# ---- Chapter 2 (thesis ch. 3): graph transformers ----
+
+#: Section 3.5.1 of the thesis (None where it is silent: batch, iterations, Z, T_0).
+PAPER_GT = {
+    "n": 1000, "M": 10, "d": 20, "degree": 120, "c0": 0.01, "K": 60, "m": 400, "eta": 0.01, "delta": 0.2,
+    "sigma": 0.1, "xi": 0.01, "gamma_d": 0.4, "eps_S_fig33a": 0.05, "eps_S_gcn": 0.2, "L_fig34": 400,
+    "L_fig35": 400, "gamma_d_fig35": 0.2, "trials": 20, "success_hinge": 1e-3,
+    "batch": None, "steps": None, "Z": None, "T0": None,
+}
+#: The book's choices where the thesis is silent (Z = 3: distances 0, 1 and >= 2; eta 0.1 instead of 0.01).
+GT = {
+    "n": 1000, "M": 10, "d": 20, "degree": 120, "c0": 0.01, "K": 60, "m": 400, "eta": 0.1, "delta": 0.2,
+    "sigma": 0.1, "xi": 0.01, "kappa": 1.0, "Z": 3, "batch": 32, "steps": 400, "n_test": 200,
+}

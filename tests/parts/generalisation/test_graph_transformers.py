@@ -1,0 +1,77 @@
+"""Tests of the graph-transformer chapter's code: generator, margins, PE indexing, a tiny run."""
+
+import numpy as np
+import pytest
+import torch
+
+from lib.models.shallow_attention import ShallowAttention
+from lib.parts.generalisation import graph_transformers as gt
+from lib.parts.generalisation import settings
+
+TINY = dict(settings.GT, n=80, degree=10, K=8, m=20, n_test=20, steps=5, batch=8)
+
+
+def test_generator_invariants():
+    G = gt.core_graph(120, 0.4, 0.1, 12, seed=3)
+    A, pat, y = G["A"], G["pattern"], G["y"]
+    assert (A == A.T).all() and not A.diagonal().any()
+    assert not A[np.ix_(pat == 0, pat == 1)].any()  # no mu1-mu2 edge
+    assert (A.sum(1) >= 12).all()
+    nd = pat >= 2
+    assert (y[pat == 0] == 1).all() and (y[pat == 1] == -1).all()
+    # a non-discriminative node's label is the majority vote of its core (distance-1) neighbourhood
+    margin = gt.winning_margin(G["spd"], pat, y, 1)
+    assert (margin[nd] > 0).all()
+    assert np.isclose((pat == 0).mean(), 0.2, atol=0.01)
+
+
+def test_label_noise_flips_a_fraction():
+    G = gt.core_graph(400, 0.4, 0.0, 10, eps0=0.2, seed=1)
+    frac = (G["y"] != G["clean_y"]).mean()
+    assert 0.1 < frac < 0.3
+
+
+def test_toy_margins_and_spd():
+    toy = gt.toy_graph()
+    assert toy["spd"][0, 4] == 2 and toy["spd"][0, 1] == 1 and toy["spd"][0, 0] == 0
+    assert gt.winning_margin(toy["spd"], toy["pattern"], toy["y"], 1)[0] == -2
+    assert gt.winning_margin(toy["spd"], toy["pattern"], toy["y"], 2)[0] == 3
+
+
+def test_pe_index_truncates():
+    spd = np.array([[0, 1, 2, 5]])
+    assert gt.pe_index(spd, 3).tolist() == [[0, 1, 2, 2]]
+    with pytest.raises(ValueError, match="spd"):
+        gt.pe_index(np.array([[-1, 0]]), 3)
+
+
+def test_pe_toy_shares_sum_to_one():
+    share, mass = gt.pe_attention_toy([0.0, 2.0], [10, 10], [0.0, 1.0])
+    assert np.isclose(share.sum(), 1) and np.isclose(mass, np.e**2 / (np.e**2 + 1))
+
+
+def test_attention_with_pe_bias_rows_sum_to_one():
+    model = ShallowAttention(2, 4, 6, readout="first")
+    X = torch.randn(2, 3, 5, 4)
+    bias = torch.randn(2, 3, 1, 5)
+    A = model.attention(X, bias=bias)
+    assert torch.allclose(A.sum(-1), torch.ones(2, 3, 5))
+    assert model(X, bias=bias).shape == (2, 3)
+
+
+def test_tiny_run_learns_and_gcn_keeps_b_zero():
+    torch.set_num_threads(1)
+    cfg = dict(TINY, steps=60)
+    r = gt.train_gt([40, 40], [0, 1], cfg, 0.4, 0.0)
+    assert (r["test_curve"][:, -1] < r["test_curve"][:, 0]).all()
+    assert r["b"].shape == (2, 3) and (r["b"][:, 1] > r["b"][:, 2]).all()
+    rg = gt.train_gt([40], [0], TINY, 0.4, 0.0, gcn=True)
+    assert (rg["b"] == 0).all()
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="gamma_d"):
+        gt.core_graph(50, 1.5, 0.1, 5)
+    with pytest.raises(ValueError, match="Ls"):
+        gt.train_gt([0], [0], TINY, 0.4, 0.1)
+    assert np.isclose(gt.loglog_exponent([1, 2, 4], [1, 4, 16]), 2)
