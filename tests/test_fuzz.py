@@ -32,6 +32,16 @@ from lib.parts.graph_networks import communities, rooted_graphs, telling_graphs_
 from lib.parts.induction_heads import construction, convergence, four_phases, sample_flows, trained_transformers
 from lib.parts.memorisation import mechanism, recall_data
 
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    """Entry points that draw (lib.plots.panels) leave their figure open; close it so that later tests start
+    with no open figure."""
+    yield
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+
 NAN, INF = float("nan"), float("inf")
 #: kind -> (invalid values, wrong types)
 MUTATIONS = {
