@@ -210,15 +210,6 @@ def test_figures_have_descriptive_alt_text(docname):
     assert not bad, f"{docname}: figures without a description: {bad[:3]}"
 
 
-#: chapters whose figures still predate the column-width and caption convention (CONTRIBUTING, "Code style"):
-#: the two checks below skip them; a chapter leaves this list when its figures are redrawn, never the other way.
-FIGURES_NOT_YET_FITTED = {
-    # Parts I-III
-    "notebooks/concept_learning/03_diffusion",
-    # Parts IV-VI
-}
-
-
 #: the book's text column in CSS pixels (lib.plots.COLUMN_WIDTH at 100 dpi) and the rounding of a tight bounding box
 COLUMN_PX = 688
 COLUMN_SLACK_PX = 12
@@ -237,8 +228,6 @@ def test_figures_fit_the_column(docname):
     their size (a figure twice as wide is shown at half size, tick labels at 5 px)."""
     import struct
 
-    if docname in FIGURES_NOT_YET_FITTED:
-        pytest.skip("figures not yet redrawn to the column width")
     _, images = _page_images(docname)
     wide = {}
     for rel in images:
@@ -254,8 +243,6 @@ def test_figures_have_numbered_captions(docname):
     """Every figure of a chapter sits in a numbered figure with a caption (MyST-NB figure metadata)."""
     import re
 
-    if docname in FIGURES_NOT_YET_FITTED:
-        pytest.skip("figures not yet given numbered captions")
     page, images = _page_images(docname)
     captioned = re.findall(r'<figure[^>]*>\s*<img[^>]*?src="(?:\.\./)*(_images/[^"]+\.png)"[^>]*>\s*'
                            r'<figcaption>\s*<p><span class="caption-number">', page)
