@@ -14,6 +14,21 @@ import numpy as np
 from lib.config import check_range
 
 
+def check_members(sizes, seeds, name: str = "Ns") -> tuple[np.ndarray, np.ndarray]:
+    """Validate the members of a batched success-map run: ``sizes`` (the sample size ``N`` of each member) and
+    ``seeds``, equal-length 1-D integer arrays with every size at least 1.
+
+    Returns:
+        ``(sizes, seeds)`` as integer arrays.
+    """
+    sizes, seeds = np.asarray(sizes), np.asarray(seeds)
+    ok = (sizes.shape == seeds.shape and sizes.ndim == 1 and sizes.size > 0
+          and np.issubdtype(sizes.dtype, np.integer) and np.issubdtype(seeds.dtype, np.integer))
+    if not ok or (sizes < 1).any():
+        raise ValueError(f"{name} and seeds must be equal-length 1-D integer arrays with {name} >= 1")
+    return sizes.astype(int), seeds.astype(int)
+
+
 def success_map(run_fn: Callable, xs: Sequence, Ns: Sequence[int], seeds: Sequence[int]) -> np.ndarray:
     """Success indicators over a ``(setting, N, seed)`` grid, batched over ``N`` and seeds.
 

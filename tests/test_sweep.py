@@ -404,3 +404,13 @@ def test_cached_sweep_on_a_dask_local_cluster_matches_the_serial_run(cache):
     _assert_same(serial, on_cluster)
     assert len(list((cache / "dask").glob("*.npz"))) == len(configs)  # stored by this process
     _assert_same(serial, sweep.sweep(dask_experiment, configs, name="dask"))  # read back from the cache
+
+
+def test_success_map_members_are_validated():
+    from lib.success import check_members
+
+    sizes, seeds = check_members([10, 20], np.array([0, 1]), "Ls")
+    assert sizes.tolist() == [10, 20] and seeds.dtype.kind == "i"
+    for bad in (([10], [0, 1]), ([0, 5], [0, 1]), ([1.5, 2.0], [0, 1]), ([], [])):
+        with pytest.raises(ValueError, match="Ls and seeds"):
+            check_members(*bad, "Ls")

@@ -27,6 +27,7 @@ from scipy.sparse.csgraph import shortest_path
 from lib.config import check_array, check_int, check_positive, check_range, check_seed
 from lib.data.tokens import pattern_bank
 from lib.models.shallow_attention import ShallowAttention, attention_mass
+from lib.success import check_members
 
 
 def core_graph(
@@ -179,10 +180,7 @@ def train_gt(
         ``mass`` (R, K) (attention mass of test queries on class-relevant keys), ``b`` (R, Z) final PE,
         ``b_curve`` (R, K, Z).
     """
-    Ls = np.asarray(Ls, dtype=int)
-    seeds = np.asarray(seeds, dtype=int)
-    if Ls.shape != seeds.shape or Ls.ndim != 1 or (Ls < 1).any():
-        raise ValueError("Ls and seeds must be equal-length 1-D integer arrays with Ls >= 1")
+    Ls, seeds = check_members(Ls, seeds, "Ls")
     steps = cfg["steps"] if steps is None else steps
     check_int("steps", steps, minimum=1)
     check_int("record_every", record_every, minimum=1)

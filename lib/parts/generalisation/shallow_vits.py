@@ -16,6 +16,7 @@ import torch
 from lib.config import check_array, check_finite, check_int, check_positive
 from lib.data.tokens import pattern_bank, pattern_sequences
 from lib.models.shallow_attention import ShallowAttention, attention_mass
+from lib.success import check_members
 
 
 def vit_init(runs: int, d: int, kappa: float, delta: float, sigma: float, gen: torch.Generator):
@@ -96,10 +97,7 @@ def train_vit(
         ``test_curve``, ``mass`` (R, K) (test attention mass on the label-relevant tokens), ``diverged`` (R,),
         ``A`` (R, L, L) final test attention of one sample, and ``idx`` its pattern ids.
     """
-    Ns = np.asarray(Ns, dtype=int)
-    seeds = np.asarray(seeds, dtype=int)
-    if Ns.shape != seeds.shape or Ns.ndim != 1 or (Ns < 1).any():
-        raise ValueError("Ns and seeds must be equal-length 1-D integer arrays with Ns >= 1")
+    Ns, seeds = check_members(Ns, seeds, "Ns")
     steps = cfg["steps"] if steps is None else steps
     check_int("steps", steps, minimum=1)
     check_int("record_every", record_every, minimum=1)
