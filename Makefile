@@ -87,6 +87,7 @@ benchmark: $(STAMP)
 	$(PY) benchmarks/bench_curvature.py
 	$(PY) benchmarks/bench_sharpness.py
 	$(PY) benchmarks/bench_train.py
+	$(PY) benchmarks/bench_growth.py
 	$(PY) benchmarks/book_table.py
 
 clean:
