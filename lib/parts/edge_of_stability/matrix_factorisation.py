@@ -321,17 +321,17 @@ def mf_bifurcation(K_values, *, ratio: float = 0.2, d: int = 4, steps: int = 600
     s1 = np.sqrt(K)[:, None]
     out = dict(K=K, sy=res["tail_sy"] / s1, sz=res["tail_sz"] / s1, diverged=res["diverged"])
     if lyapunov_steps:
-        def step(x):  # x = (B, 2, d, d): Y and Z stacked
-            Yn, Zn = mf_step(x[:, 0], x[:, 1], C, 1.0)
+        ok = torch.as_tensor(~np.asarray(res["diverged"], dtype=bool))
+        C_ok = C[ok]
+
+        def step(x):  # x = (B, 2, d, d): Y and Z of the runs that did not diverge, stacked
+            Yn, Zn = mf_step(x[:, 0], x[:, 1], C_ok, 1.0)
             return torch.stack([Yn, Zn], 1)
 
-        x = torch.stack([torch.as_tensor(res["Y"]), torch.as_tensor(res["Z"])], 1)
+        x = torch.stack([torch.as_tensor(res["Y"]), torch.as_tensor(res["Z"])], 1)[ok]
         lam = np.full(len(K), np.nan)
-        ok = ~np.asarray(res["diverged"], dtype=bool)
         if ok.any():
-            C_all, C = C, C[torch.as_tensor(ok)]
-            lam[ok] = lyapunov_exponent(step, x[torch.as_tensor(ok)], lyapunov_steps, seed=seed)
-            C = C_all
+            lam[ok.numpy()] = lyapunov_exponent(step, x, lyapunov_steps, seed=seed)
         out["lyapunov"] = lam
     return out
 
