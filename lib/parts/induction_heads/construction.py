@@ -506,3 +506,38 @@ def best_bilinear_fit(P: POD) -> dict:
     var = float((w * Gc**2).sum())
     res = float((w * (Gc - Fc) ** 2).sum())
     return {"coef": coef, "r2": 1.0 - res / var if var > 0 else 1.0}
+
+
+def gih2_width_sweep(P: POD, g, Ls, Ms, Ks, B: int = 64, rng: int = 31) -> dict:
+    """Error of the Thm 4.4 transformer (:func:`build_gih2`) at the best POD rank, over sequence lengths and widths.
+
+    For each length ``L`` in ``Ls`` a batch of ``B`` uniform scalar sequences is drawn (seed ``rng + L``); for each
+    FFN width ``M`` in ``Ms`` every rank ``K`` in ``Ks`` with ``M >= 2K`` is built and the smallest
+    ``|||GIH_2 - TF|||_{L,2}`` (:func:`rms_error`, not normalised) is kept. ``g(u, v)``: the similarity on token
+    values (broadcast tensors), the same one ``P`` decomposes.
+
+    Returns ``error`` (len(Ls), len(Ms)), ``best_K`` (same shape), ``Ls``, ``Ms``.
+    """
+    from lib.data.tokens import uniform_sequences
+
+    check_callable("g", g)
+    check_int("B", B, minimum=1)
+    check_int("rng", rng, minimum=0)
+    Ls, Ms, Ks = (np.asarray(v, int).reshape(-1) for v in (Ls, Ms, Ks))
+    for name, v, low in (("Ls", Ls, 4), ("Ms", Ms, 2), ("Ks", Ks, 1)):
+        if v.size == 0 or v.min() < low:
+            raise ValueError(f"{name} must be a non-empty list of integers >= {low}, got {v.tolist()}")
+    if Ms.min() < 2 * Ks.min():
+        raise ValueError(f"every width in Ms must be >= 2 min(Ks) = {2 * Ks.min()}, got {Ms.tolist()}")
+    err = np.full((Ls.size, Ms.size), np.inf)
+    best = np.zeros((Ls.size, Ms.size), int)
+    for i, L in enumerate(Ls):
+        X = uniform_sequences(B, int(L), 1, rng=rng + int(L), dtype=torch.float64)
+        tgt = gih_target(X, lambda u, v: g(u[..., 0], v[..., 0]))
+        for a, M in enumerate(Ms):
+            for b, K in enumerate(Ks):
+                if M >= 2 * K and K <= len(P.sigma):
+                    e = rms_error(run_last(build_gih2(P, int(K), int(M), rng=100 * a + b), X), tgt)
+                    if e < err[i, a]:
+                        err[i, a], best[i, a] = e, K
+    return {"error": err, "best_K": best, "Ls": Ls, "Ms": Ms}

@@ -190,6 +190,19 @@ def test_gih2_transformer_square_similarity():
     assert construction.rms_error(construction.run_last(m, X), tgt) < 0.05 * construction.rms_error(unif, tgt)
 
 
+def test_gih2_width_sweep_error_falls_with_width_and_keeps_the_best_rank():
+    f = construction.SIMILARITIES["abs"]
+    P = construction.pod(lambda u, v: f(u, v, 3.0), n_nodes=80)
+    out = construction.gih2_width_sweep(P, lambda u, v: f(u, v, 3.0), [12], [16, 256], [1, 2, 4], B=16)
+    assert out["error"].shape == out["best_K"].shape == (1, 2)
+    assert out["error"][0, 1] < out["error"][0, 0]
+    assert set(out["best_K"].ravel()) <= {1, 2, 4}
+    with pytest.raises(ValueError, match="Ms"):
+        construction.gih2_width_sweep(P, lambda u, v: u * v, [12], [1], [1])
+    with pytest.raises(ValueError, match="Ls"):
+        construction.gih2_width_sweep(P, lambda u, v: u * v, [], [16], [1])
+
+
 def test_relu_features_fit_converges():
     e1 = construction.relu_features_fit(np.sin, 8, rng=0)["max_err"]
     e2 = construction.relu_features_fit(np.sin, 64, rng=0)["max_err"]
