@@ -23,7 +23,15 @@ from lib import curvature, curves, flows, maps, plots, stats, train, widgets
 from lib.data import digits, gmm, prompts, sphere, tokens
 from lib.graphs import equivalence, generators, operators, sampling, wl
 from lib.models import cnn, gcn, gnn, laser, mlp, one_hidden, prune, sgnn, transformer, unet
-from lib.parts.concept_learning import deep_models, diffusion, linear_gd, shapes, sim_data, sim_one_layer
+from lib.parts.concept_learning import (
+    deep_models,
+    diffusion,
+    jacobian_lemmas,
+    linear_gd,
+    shapes,
+    sim_data,
+    sim_one_layer,
+)
 from lib.parts.edge_of_stability import balancing, beyond_low_dimension, matrix_factorisation, one_dimensional
 from lib.parts.generalisation import chain_of_thought, gcn_sampling, group_imbalance, settings, shallow_vits
 from lib.parts.generalisation import graph_transformers as gtr
@@ -282,6 +290,8 @@ CASES = [
       3, 3, 0.1, 2),
     C(deep_models.default_record_steps, "steps:count n_log:count n_lin:count", 100),
     C(deep_models.plateau_slope_theory, "a:array i:count", [1.0, 0.5]),
+    C(jacobian_lemmas.lemma_setting, "a:array n_seeds:count seed:seed K:pos kappa:pos r:pos delta:pos",
+      [1.0, 4.0], 2),
     C(linear_gd.init_deep_linear, "d_in:count d_out:count depth:count K:count init_scale:nonneg bias:bool "
       "seed:seed", 2, 2, 2, 3),
     C(shapes.class_colors, "delta:prob", 0.5),

@@ -9,6 +9,7 @@ chapter                                                modules
 ``notebooks/concept_learning/01_sim_one_layer.md``     :mod:`~lib.parts.concept_learning.sim_one_layer`,
                                                        :mod:`~lib.parts.concept_learning.linear_gd`
 ``notebooks/concept_learning/02_deep_models.md``       :mod:`~lib.parts.concept_learning.deep_models`,
+                                                       :mod:`~lib.parts.concept_learning.jacobian_lemmas`,
                                                        :mod:`~lib.parts.concept_learning.linear_gd`,
                                                        :mod:`~lib.parts.concept_learning.plots`
 ``notebooks/concept_learning/03_diffusion.md``         :mod:`~lib.parts.concept_learning.diffusion`,
