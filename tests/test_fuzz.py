@@ -217,6 +217,8 @@ CASES = [
     C(one_dimensional.two_cycle_multiplier, "K:pos", 1.05),
     C(one_dimensional.quartic_gd_map, "x:state K:pos mu:pos", [0.5], 1.05),
     C(one_dimensional.quartic_multiplier_numeric, "K:pos mu:pos", 1.05),
+    C(one_dimensional.orbit_eos_ratios, "func:callable eta:pos points:array", FUNC, 1.05, [0.9, 1.1]),
+    C(one_dimensional.prop1_quantity, "g:callable x:array", lambda x: x**3, [0.5, 1.0]),
     C(balancing.scalar_fact_step, "x:state y:state eta:pos mu:pos", np.ones(1), np.ones(1) / 2, 0.5),
     C(balancing.run_scalar_fact, "x0:state y0:state eta:pos steps:count mu:pos bound:pos", [1.0], [0.5], 0.5, 4),
     C(balancing.imbalance_next, "x:state y:state eta:pos mu:pos", np.ones(1), np.ones(1) / 2, 0.5),
@@ -243,6 +245,9 @@ CASES = [
     C(matrix_factorisation.mf_bifurcation, "K_values:array ratio:pos d:count steps:count keep:count scale:pos "
       "seed:seed", [0.9], steps=10, keep=2),
     C(matrix_factorisation.fig6_run, "seed:seed alpha:pos steps:count K:pos eps:pos d:count", 0, 0.8, 5),
+    C(matrix_factorisation.eq203_eigenvalues, "k1:pos kp:pos alpha:pos", 1.05, 0.3, 0.8),
+    C(matrix_factorisation.offdiag_block, "k1:pos kp:pos alpha:pos at:option", 1.05, 0.3, 0.8),
+    C(matrix_factorisation.is_semi_convergent, "A:array tol:pos", np.eye(2) / 2),
     # ---------------------------------------------------------------------------------------------- Part II
     C(construction.key_mask, "L:count n:count", 6),
     C(construction.thm41_bound, "W:array p:pos", np.eye(2), 2.0),

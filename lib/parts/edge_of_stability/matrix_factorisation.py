@@ -475,3 +475,71 @@ def fig6_orbit_check(run: dict) -> dict:
         eq9=bool(eq9_holds(run["K"], k2, run["alpha"])),
         smax_ok=bool(abs(max(np.linalg.norm(Y, 2), np.linalg.norm(Y2, 2)) - vy[1]) < 1e-9 * S[0]),
     )
+
+
+def eq203_eigenvalues(k1, kp, alpha: float) -> np.ndarray:
+    """Eq. (203): ``{1, 1, (1 - k1/alpha^2 - kp alpha^2)^2, (1 - k1 alpha^2 - kp/alpha^2)^2}``, sorted.
+
+    ``k1 = eta sigma_1^2``, ``kp = eta sigma_p^2``: the spectrum of the two-step transition matrix of the
+    off-diagonal entries ``(1, p)``, ``(p, 1)`` of ``Y`` and ``Z`` next to the minimum ``(alpha X0, X0/alpha)``.
+    """
+    check_positive("k1", k1)
+    check_positive("kp", kp)
+    check_positive("alpha", alpha)
+    a2 = alpha**2
+    return np.sort([1.0, 1.0, (1 - k1 / a2 - kp * a2) ** 2, (1 - k1 * a2 - kp / a2) ** 2])
+
+
+def offdiag_block(k1: float, kp: float, alpha: float, *, at: str = "minimum") -> dict:
+    """The two-step Jacobian of GD on quasi-symmetric MF restricted to one off-diagonal block (App. J.2).
+
+    ``eta = 1``, ``X0 = diag(sqrt(k1), sqrt(kp))`` (``d = 2``, so ``p = 2``). The Jacobian of ``F o F`` on the
+    ``2 d^2`` entries of ``(Y, Z)`` comes from ``torch.func.jacfwd`` at ``(alpha X0, X0/alpha)``
+    (``at="minimum"``, where Eq. 202-203 are written) or at the point ``Y_11 = Z_11 = rho_lo sigma_1`` of the
+    period-2 orbit of Obs 2 (``at="orbit"``, ``1 < k1 <= 1.5``). The entries ``Y_12, Y_21, Z_12, Z_21`` span an
+    invariant subspace at both points. Returns ``block`` (4, 4), its ``eig`` (sorted by modulus), ``leak`` (the
+    largest Jacobian entry coupling the block to the other entries; zero up to rounding) and ``semi_convergent``
+    (:func:`is_semi_convergent`).
+    """
+    check_positive("k1", k1)
+    check_positive("kp", kp)
+    check_positive("alpha", alpha)
+    check_in("at", at, ("minimum", "orbit"))
+    from torch.func import jacfwd
+
+    s = np.sqrt([k1, kp])
+    Y = np.diag(alpha * s)
+    Z = np.diag(s / alpha)
+    if at == "orbit":
+        Y[0, 0] = Z[0, 0] = rho_orbit(k1)[0] * s[0]
+    C = torch.diag(torch.tensor([k1, kp], dtype=torch.float64))
+
+    def step(v):
+        Yv, Zv = v[:4].reshape(2, 2), v[4:].reshape(2, 2)
+        R = Yv @ Zv.T - C
+        return torch.cat([(Yv - R @ Zv).reshape(-1), (Zv - R.T @ Yv).reshape(-1)])
+
+    v0 = torch.tensor(np.concatenate([Y.ravel(), Z.ravel()]), dtype=torch.float64)
+    J = jacfwd(lambda v: step(step(v)))(v0).numpy()
+    idx = [1, 2, 5, 6]  # Y_12, Y_21, Z_12, Z_21 in the flattened (Y, Z)
+    rest = [0, 3, 4, 7]
+    block = J[np.ix_(idx, idx)]
+    leak = float(max(np.abs(J[np.ix_(idx, rest)]).max(), np.abs(J[np.ix_(rest, idx)]).max()))
+    eig = np.linalg.eigvals(block)
+    eig = eig[np.argsort(np.abs(eig))]
+    return dict(block=block, eig=eig, leak=leak, semi_convergent=is_semi_convergent(block))
+
+
+def is_semi_convergent(A, tol: float = 1e-9) -> bool:
+    """Whether ``A^k`` converges as ``k -> inf``: every eigenvalue has modulus below 1 or equals 1, and the
+    eigenvalue 1 is semisimple (rank of ``A - I`` = n - its multiplicity). ``tol`` is the rounding allowance."""
+    A = check_array("A", A)
+    if A.ndim != 2 or A.shape[0] != A.shape[1]:
+        raise ValueError(f"A must be a square matrix, got shape {A.shape}")
+    check_positive("tol", tol)
+    eig = np.linalg.eigvals(A)
+    unit = np.abs(eig - 1) <= np.sqrt(tol)
+    if np.any(np.abs(eig[~unit]) >= 1 - tol):
+        return False
+    rank = np.linalg.matrix_rank(A - np.eye(A.shape[0]), tol=np.sqrt(tol))
+    return bool(rank == A.shape[0] - unit.sum())

@@ -380,3 +380,57 @@ def quartic_multiplier_numeric(K, mu: float = 1.0) -> float:
     d1, d2 = period2_orbit(mu, K / mu)
     eta = K / mu
     return float((1 + eta * (mu - 3 * d1**2)) * (1 + eta * (mu - 3 * d2**2)))
+
+
+def orbit_eos_ratios(func: ScalarFunction, eta: float, points) -> np.ndarray:
+    """``eta / (2 / f''(x)) = eta f''(x) / 2`` at each point of an orbit (Remark 1 after Thm 1).
+
+    Below 1 where ``eta`` is under the local edge of stability ``2 / f''(x)``, above 1 where it is beyond it;
+    Remark 1 says that a period-2 orbit of Thm 1 has one point of each kind. Same shape as ``points``.
+    """
+    if not isinstance(func, ScalarFunction):
+        raise ValueError(f"func must be a ScalarFunction, got {func!r}")
+    check_positive("eta", eta)
+    pts = check_array("points", points)
+    return 0.5 * eta * func.derivatives(np.asarray(pts, dtype=float), 2)[2]
+
+
+def prop1_quantity(g: Callable, x) -> np.ndarray:
+    """Prop 1's quantity ``g'(x) g'''(x) - 6 g''(x)^2`` of a base model ``g`` (a torch callable), by autodiff.
+
+    Prop 1 asks for it to be negative (and ``g' != 0``) at the minimum of ``(g - y)^2``; then
+    ``3 f'''^2 - f'' f'''' = 16 g'^2 (6 g''^2 - g' g''') > 0``. Same shape as ``x``.
+    """
+    check_callable("g", g)
+    xa = check_array("x", x)
+    d = ScalarFunction("g", "g", g, 0.0).derivatives(np.asarray(xa, dtype=float), 3)
+    return d[1] * d[3] - 6.0 * d[2] ** 2
+
+
+def softplus_gaussian_functions() -> list[ScalarFunction]:
+    """The two base models Sec. 4.1 names without a corollary: ``(softplus(x) - y)^2`` and ``(exp(-x^2) - y)^2``.
+
+    Targets (our choice): softplus ``y = 0.5, 2`` (minimum ``log(e^y - 1)``); Gaussian ``y = 0.3, e^{-1/2}, 0.8``
+    (minimum ``sqrt(-log y) > 0``; ``y = e^{-1/2}`` puts it at the inflection point ``g'' = 0``, where
+    ``f''' = 0`` and Lemma 1 with ``k = 4`` decides). By hand, softplus gives
+    ``g'g''' - 6g''^2 = s^2 (1 - s)(4s - 5) < 0`` with ``s = sigmoid(x)``, and the Gaussian gives
+    ``(-80x^4 + 72x^2 - 24) e^{-2x^2} < 0``: the condition holds wherever ``g' != 0``.
+    """
+    t = _torch()
+    sp = t.nn.functional.softplus
+
+    def gauss(x):
+        return t.exp(-x * x)
+
+    out = []
+    for y in (0.5, 2.0):
+        out.append(
+            least_squares(sp, y, math.log(math.expm1(y)), f"softplus-{y:g}", rf"$(\mathrm{{softplus}}(x)-{y:g})^2$",
+                          "Prop 1 (softplus)")
+        )
+    for y, lab in ((0.3, "0.3"), (math.exp(-0.5), "e^{-1/2}"), (0.8, "0.8")):
+        out.append(
+            least_squares(gauss, y, math.sqrt(-math.log(y)), f"gauss-{y:.3g}", rf"$(e^{{-x^2}}-{lab})^2$",
+                          "Prop 1 (Gaussian)")
+        )
+    return out

@@ -223,3 +223,32 @@ def test_mlp_eos_experiment_on_digits_returns_a_picklable_dict():
     out = beyond_low_dimension.mlp_eos_experiment(depth=2, lr=0.5, epochs=3)
     assert "loss_fn" not in out and len(out["loss"]) >= 2 and out["eos_threshold"] == pytest.approx(4.0)
     pickle.dumps(out)
+
+
+@pytest.mark.parametrize("alpha", [0.8, 1.0, 1.25])
+@pytest.mark.parametrize("kp", [0.2, 0.7])
+def test_offdiag_block_at_the_minimum_has_the_eq203_spectrum(alpha, kp):
+    K = 1.05
+    out = matrix_factorisation.offdiag_block(K, kp, alpha)
+    assert out["leak"] < 1e-12
+    assert np.sort(np.abs(out["eig"])) == pytest.approx(matrix_factorisation.eq203_eigenvalues(K, kp, alpha), abs=1e-10)
+    assert out["semi_convergent"] == bool(matrix_factorisation.eq9_holds(K, kp, alpha))
+
+
+def test_offdiag_block_at_the_orbit_is_invariant_and_keeps_a_unit_eigenvalue():
+    out = matrix_factorisation.offdiag_block(1.05, 0.3, 0.8, at="orbit")
+    assert out["leak"] < 1e-12
+    assert np.min(np.abs(out["eig"] - 1)) < 1e-10  # the rotation symmetry Y -> YQ, Z -> ZQ
+    with pytest.raises(ValueError, match="at"):
+        matrix_factorisation.offdiag_block(1.05, 0.3, 0.8, at="saddle")
+    with pytest.raises(ValueError, match="K"):
+        matrix_factorisation.offdiag_block(0.9, 0.3, 0.8, at="orbit")
+
+
+def test_is_semi_convergent():
+    assert matrix_factorisation.is_semi_convergent(np.diag([1.0, 1.0, 0.5]))
+    assert not matrix_factorisation.is_semi_convergent(np.diag([1.0, -1.0]))
+    assert not matrix_factorisation.is_semi_convergent(np.array([[1.0, 1.0], [0.0, 1.0]]))  # Jordan block
+    assert not matrix_factorisation.is_semi_convergent(np.diag([1.01, 0.2]))
+    with pytest.raises(ValueError, match="A"):
+        matrix_factorisation.is_semi_convergent(np.ones((2, 3)))

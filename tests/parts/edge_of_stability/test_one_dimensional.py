@@ -126,3 +126,46 @@ def test_gd_iterate_many_matches_gd_map():
         assert tr[-1, i] == pytest.approx(float(x), rel=1e-12)
     with pytest.raises(ValueError, match="x0"):
         one_dimensional.gd_iterate_many(funcs, np.zeros(3), etas, 5)
+
+
+@pytest.mark.parametrize("K", [1.01, 1.1, 1.3, 1.5])
+def test_orbit_eos_ratios_straddle_one_on_the_eq4_orbit(K):
+    q = one_dimensional.quartic(1.0)
+    d1, d2 = one_dimensional.period2_orbit(1.0, K)
+    lo, hi = one_dimensional.orbit_eos_ratios(q, K, [d1, d2])
+    # f''(x) = 3x^2 - 1, so eta f''/2 = K (3 delta^2 - 1) / 2 in closed form
+    assert lo == pytest.approx(K * (3 * d1**2 - 1) / 2, rel=1e-12)
+    assert lo < 1 < hi
+
+
+def test_orbit_eos_ratios_bad_arguments():
+    q = one_dimensional.quartic(1.0)
+    with pytest.raises(ValueError, match="eta"):
+        one_dimensional.orbit_eos_ratios(q, -1.0, [1.0])
+    with pytest.raises(ValueError, match="points"):
+        one_dimensional.orbit_eos_ratios(q, 1.0, [float("nan")])
+    with pytest.raises(ValueError, match="func"):
+        one_dimensional.orbit_eos_ratios(lambda x: x, 1.0, [1.0])
+
+
+def test_prop1_quantity_closed_forms_of_softplus_and_gaussian():
+    import torch
+
+    x = np.linspace(-3, 3, 13)
+    s = 1 / (1 + np.exp(-x))
+    sp = one_dimensional.prop1_quantity(torch.nn.functional.softplus, x)
+    assert sp == pytest.approx(s**2 * (1 - s) * (4 * s - 5), rel=1e-10)
+    ga = one_dimensional.prop1_quantity(lambda z: torch.exp(-z * z), x)
+    assert ga == pytest.approx((-80 * x**4 + 72 * x**2 - 24) * np.exp(-2 * x**2), rel=1e-10, abs=1e-14)
+    with pytest.raises(ValueError, match="g"):
+        one_dimensional.prop1_quantity("abc", x)
+
+
+def test_softplus_gaussian_functions_have_their_minimum_and_the_condition():
+    fs = one_dimensional.softplus_gaussian_functions()
+    assert len(fs) == 5
+    for f in fs:
+        d = f.at_min(2)
+        assert abs(d[0]) < 1e-20 and abs(d[1]) < 1e-12 and d[2] > 0
+        assert one_dimensional.oscillation_test(f)["holds"]
+    assert one_dimensional.oscillation_test(fs[3])["case"] == "even"  # the Gaussian's inflection point
