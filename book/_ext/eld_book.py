@@ -342,8 +342,20 @@ def on_build_finished(app, exception):
     logger.info("\n".join(lines), color="green")
 
 
+#: Cell timeout of full-mode builds (seconds of wall time). Budgets are checked on CPU time after the build; the
+#: timeout only stops a hung cell, and a full-mode chapter on a busy 2-core machine can take far longer in wall time
+#: than its CPU time (the quick builds of CI keep the configured 1200 s).
+FULL_MODE_TIMEOUT = 3600
+
+
+def on_config_inited(app, config):
+    if os.environ.get("BOOK_MODE", "full") == "full" and config.nb_execution_timeout < FULL_MODE_TIMEOUT:
+        config.nb_execution_timeout = FULL_MODE_TIMEOUT
+
+
 def setup(app):
     app.add_node(claims_report_node)
+    app.connect("config-inited", on_config_inited)
     app.add_directive("eld-claims-report", ClaimsReportDirective)
     app.connect("builder-inited", on_builder_inited)
     app.connect("env-purge-doc", on_env_purge_doc)
