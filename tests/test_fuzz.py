@@ -38,7 +38,7 @@ from lib.parts.generalisation import graph_transformers as gtr
 from lib.parts.generalisation import in_context_learning as icl
 from lib.parts.graph_networks import communities, rooted_graphs, telling_graphs_apart, walk_counting
 from lib.parts.induction_heads import construction, convergence, four_phases, sample_flows, trained_transformers
-from lib.parts.memorisation import mechanism, recall_data
+from lib.parts.memorisation import ioi, mechanism, recall_data
 
 
 @pytest.fixture(autouse=True)
@@ -349,6 +349,10 @@ CASES = [
     C(recall_data.char_bigram, "n_chars:count uniform:bool", 8),
     C(recall_data.sample_recall, "batch:count T:count alpha:prob", torch.full((6,), 1 / 6),
       torch.full((6, 6), 1 / 6), 2, 8, 0.2),
+    C(ioi.sample_ioi, "n_tokens:count T:count batch:count alpha:prob q:count", 6, 10, 2, 0.3, q=1),
+    C(ioi.split_widths, "d:count budget:count mlp_share:prob", 8, 256, 0.5),
+    C(ioi.split_model, "n_tokens:count d:count T:count h_attn:count h_mlp:count n_layers:count seed:seed",
+      6, 8, 10, 4, 8),
     # ----------------------------------------------------------------------------------------------- Part VI
     C(shallow_vits.thm1_bound, "alpha_star:array sigma:array tau:array", 0.3, 0.1),
     C(shallow_vits.prop1_bound, "alpha_star:array sigma:array tau:array", 0.3, 0.1),

@@ -10,7 +10,8 @@ chapter                                                         modules
 ``notebooks/memorisation/01_noisy_recall.md``                   :mod:`~lib.parts.memorisation.noisy_recall`,
                                                                 :mod:`~lib.parts.memorisation.recall_data`
 ``notebooks/memorisation/02_mechanism.md``                      :mod:`~lib.parts.memorisation.mechanism`
-``notebooks/memorisation/03_language_models.md``                :mod:`~lib.parts.memorisation.language_models`
+``notebooks/memorisation/03_language_models.md``                :mod:`~lib.parts.memorisation.language_models`,
+                                                                :mod:`~lib.parts.memorisation.ioi`
 (all chapters)                                                  :mod:`~lib.parts.memorisation.settings`
 ==============================================================  =====================================================
 """

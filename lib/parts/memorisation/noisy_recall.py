@@ -59,7 +59,8 @@ def recall_model(n_chars: int, d: int, T: int, ffn=("mlp", "mlp"), seed: int = 0
     Args:
         n_chars: number of characters ``N`` (the vocabulary is ``N + 1`` with the noise token ``N``).
         d: width (>= 2); T: context length (>= 2).
-        ffn: kind of ``F_1`` and ``F_2``: ``"mlp"`` (``W_2 ReLU(W_1 h)``, width ``4d``), ``"linear"`` or ``"none"``.
+        ffn: kind of ``F_1``, ``F_2``, ...: ``"mlp"`` (``W_2 ReLU(W_1 h)``, width ``4d``), ``"linear"`` or
+            ``"none"``; one entry per layer (model (4.1) has two; the synthetic IOI of App. C.8 stacks ``L``).
         seed: seed of the initialisation.
 
     Returns:
@@ -68,12 +69,12 @@ def recall_model(n_chars: int, d: int, T: int, ffn=("mlp", "mlp"), seed: int = 0
     check_int("n_chars", n_chars, minimum=2)
     check_int("d", d, minimum=2)
     check_int("T", T, minimum=2)
-    if len(ffn) != 2:
-        raise ValueError(f"ffn must give the kinds of F_1 and F_2, got {ffn!r}")
+    if isinstance(ffn, str) or len(ffn) < 1:
+        raise ValueError(f"ffn must give one FFN kind per layer (F_1, F_2, ...), got {ffn!r}")
     cfg = TransformerConfig(
         vocab_size=n_chars + 1,
         d_model=d,
-        n_layers=2,
+        n_layers=len(ffn),
         n_heads=1,
         max_len=T,
         ffn=tuple(ffn),

@@ -92,3 +92,56 @@ PAPER_LASER_C12 = (
 LM_QUICK = {"steps": 600, "batch": 32, "d_model": 64, "n_layers": 2, "lr": 3e-3, "seeds": 1}
 #: Full mode: three seeds, and the same training for longer.
 LM_FULL = dict(LM_QUICK, steps=1000, seeds=3)
+
+
+# --- Chapter 3: synthetic IOI with counting (App. C.8, Figs C.5, C.6) and Fig 4.14 ------------------------------
+
+#: App. C.8 as stated: "most other settings" as Sec 4.4 (so d = T = 256, batch 512, lr 0.03); alpha, steps and
+#: the Adam learning rate are not given.
+PAPER_IOI = {
+    "n_layers_sgd": (3, 4, 5, 6, 7),
+    "n_layers_adam": (3, 4, 5),
+    "laser_fraction": 0.01,  # of the last MLP's input matrix: rank 2 at d = 256
+    "alpha": None,
+    "steps": None,
+    "adam_lr": None,
+}
+#: CPU stand-in (ours), full mode: L = 3, N = 8 tokens, d = 32, T = 16, batch 64, 1500 steps, three seeds. At d = 32
+#: LASER's fraction 0.01 keeps rank 0 (the whole MLP input); the rank is the thesis's instead (2).
+IOI_FULL = {
+    "n_tokens": 8,
+    "d": 32,
+    "T": 16,
+    "batch": 64,
+    "alpha": 0.5,
+    "steps": 1500,
+    "lr": 0.03,
+    "momentum": 0.9,
+    "weight_decay": 1e-4,
+    "adam_lr": 3e-3,
+    "n_test": 512,
+    "laser_rank": 2,
+    "n_layers": 3,
+    "seeds": 3,
+}
+#: Quick mode: one seed, 500 steps (a preview; the claims are decided in full mode).
+IOI_QUICK = dict(IOI_FULL, steps=500, seeds=1)
+#: Fig 4.14 stand-in (ours; the thesis gives no sizes): two layers, d = 32, budgets of 4 d^2 and 8 d^2 weights per
+#: layer, MLP shares 1/4, 1/2, 3/4, 100 SGD steps, the best of three learning rates by the mean of three seeds.
+SPLIT_FULL = {
+    "n_chars": 24,
+    "d": 32,
+    "T": 32,
+    "batch": 32,
+    "alpha": 0.5,
+    "steps": 100,
+    "momentum": 0.9,
+    "weight_decay": 1e-4,
+    "n_test": 256,
+    "budgets": (4, 8),  # in units of d^2 weights per layer
+    "shares": (0.25, 0.5, 0.75),
+    "lrs": (0.1, 0.3, 1.0),
+    "seeds": 3,
+}
+#: Quick mode: one budget, one learning rate, one seed.
+SPLIT_QUICK = dict(SPLIT_FULL, budgets=(4,), lrs=(0.3,), seeds=1)

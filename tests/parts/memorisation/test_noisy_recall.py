@@ -210,7 +210,8 @@ def test_metrics_probes_and_ablation_helpers():
 def test_recall_functions_reject_bad_arguments():
     for call in (
         lambda: nr.recall_model(1, 8, 8),
-        lambda: nr.recall_model(4, 8, 8, ffn=("mlp",)),
+        lambda: nr.recall_model(4, 8, 8, ffn=()),
+        lambda: nr.recall_model(4, 8, 8, ffn="mlp"),
         lambda: nr.train_recall(TINY, -1),
         lambda: nr.train_recall(TINY, 1, alpha=2.0),
         lambda: nr.log_steps(-1),
