@@ -13,9 +13,9 @@ The model (3.1) is :class:`lib.models.shallow_attention.ShallowAttention` read o
 of each token set: the node itself, then ``K`` neighbours drawn uniformly with replacement from its distance-1
 and distance-2 nodes by default, or from any set of distances, redrawn every step) plus a trainable relative PE
 ``b[u(s, n)]`` added to the scores, with ``u`` the shortest-path distance truncated at ``Z-1``. The GCN of
-Thm 3.4.6 is the same network with ``W_K = W_Q = 0`` and ``b = 0`` frozen (uniform averaging). Runs of one call share a leading axis; a
-hand-written SGD loop (as in :mod:`~lib.parts.generalisation.shallow_vits`) keeps each run's own graph, labelled
-set and neighbour draws.
+Thm 3.4.6 is the same network with ``W_K = W_Q = 0`` and ``b = 0`` frozen (uniform averaging). Runs of one call
+share a leading axis; a hand-written SGD loop (as in :mod:`~lib.parts.generalisation.shallow_vits`) keeps each
+run's own graph, labelled set and neighbour draws.
 """
 
 from __future__ import annotations
@@ -201,6 +201,23 @@ def sbm_graph(
     spd = shortest_path(csr_array(A.astype(np.int8)), unweighted=True, directed=False)
     spd = np.where(np.isfinite(spd), spd, -1).astype(np.int64)
     return {"A": A, "pattern": pattern, "y": y, "clean_y": y.copy(), "X": X.float(), "spd": spd}
+
+
+def karate_graph() -> dict:
+    """Zachary's karate club (networkx's copy, 34 nodes) with the two factions as classes: label +1 and pattern
+    index 0 for Mr. Hi's faction, -1 and 1 for the officer's; every node counts as discriminative (the graph has
+    no features).
+
+    Returns:
+        dict with ``A`` (34, 34) boolean adjacency, ``pattern`` (34,), ``y`` (34,) and ``spd`` (34, 34).
+    """
+    import networkx as nx
+
+    G = nx.karate_club_graph()
+    hi = np.array([G.nodes[v]["club"] == "Mr. Hi" for v in G])
+    A = nx.to_numpy_array(G) > 0
+    spd = shortest_path(csr_array(A.astype(np.int8)), unweighted=True, directed=False).astype(np.int64)
+    return {"A": A, "pattern": np.where(hi, 0, 1), "y": np.where(hi, 1.0, -1.0), "spd": spd}
 
 
 def pe_index(spd, Z: int) -> np.ndarray:

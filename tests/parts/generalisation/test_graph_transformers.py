@@ -130,3 +130,10 @@ def test_train_on_graphs_restricts_distances_and_freezes_b():
         gt.train_gt_graphs(graphs, [0, 1], [40, 40], cfg, distances=[(1,), (2,), (3,)])
     with pytest.raises(ValueError, match="rows"):
         gt.train_gt_graphs(graphs, [2], [40], cfg)
+
+
+def test_karate_factions_are_homophilous():
+    K = gt.karate_graph()
+    assert K["A"].shape == (34, 34) and (K["y"] > 0).sum() == 17
+    nm = gt.normalised_margin(K["spd"], K["pattern"], K["y"], [1, 2, 3])
+    assert (np.diff(nm) < 0).all() and nm[0] > 0
