@@ -350,6 +350,7 @@ CASES = [
     C(gtr.core_graph, "core_distance:count hubs:count", 40, 0.4, 0.1, 8, core_distance=2),
     C(gtr.normalised_margin, "spd:array", TOY_SPD, np.zeros(8), np.ones(8), [1, 2]),
     C(gtr.sbm_graph, "n:count gamma_d:prob c0:nonneg seed:seed", 20, 4.0, 1.0, 0.4),
+    C(gtr.karate_graph, ""),
     C(gtr.train_gt_graphs, "steps:count record_every:count", [GT_G0], [0], [4], GT_TINY, steps=2),
     C(group_imbalance.rho, "u:array sigma:array", [0.5, 1.0], 1.0),
     C(group_imbalance.spread_rate, "steps:array spreads:array fit_from:prob", T8, np.exp(-T8)),
