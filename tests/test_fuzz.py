@@ -89,6 +89,7 @@ MU6, NU6 = icl.icl_banks(6, 4, 10)
 ICL_CFG = dict(relevant=MU6, irrelevant=NU6, tasks=icl.cyclic_tasks(6), length=4, alpha=0.8, kappa=0.5)
 GT_TINY = dict(settings.GT, n=40, degree=6, K=4, m=4, n_test=10, steps=2, batch=4)
 TOY_SPD = gtr.toy_graph()["spd"]
+GT_G0 = gtr.core_graph(40, 0.4, 0.1, 6)
 EDGES4 = np.array([[0, 1, 2, 0], [1, 2, 3, 3]])  # a 4-cycle as a (2, m) edge list with i < j
 
 
@@ -365,6 +366,11 @@ CASES = [
     C(gtr.pe_attention_toy, "b:array sizes:array relevant:array", [0.0, 1.0], [1.0, 2.0], [0.5, 0.5]),
     C(gtr.loglog_exponent, "x:array", T8 + 1, T8 + 1),
     C(gtr.train_gt, "steps:count record_every:count", [4], [0], GT_TINY, 0.4, 0.1, steps=2),
+    C(gtr.core_graph, "core_distance:count hubs:count", 40, 0.4, 0.1, 8, core_distance=2),
+    C(gtr.normalised_margin, "spd:array", TOY_SPD, np.zeros(8), np.ones(8), [1, 2]),
+    C(gtr.sbm_graph, "n:count gamma_d:prob c0:nonneg seed:seed", 20, 4.0, 1.0, 0.4),
+    C(gtr.karate_graph, ""),
+    C(gtr.train_gt_graphs, "steps:count record_every:count", [GT_G0], [0], [4], GT_TINY, steps=2),
     C(group_imbalance.rho, "u:array sigma:array", [0.5, 1.0], 1.0),
     C(group_imbalance.spread_rate, "steps:array spreads:array fit_from:prob", T8, np.exp(-T8)),
     C(group_imbalance.permutation_error, "W:array W_star:array", np.eye(2), np.eye(2)[::-1]),

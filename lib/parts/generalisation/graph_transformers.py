@@ -4,15 +4,18 @@ The graph of Sec. 3.5.1 has ``N`` nodes; a ``gamma_d/2`` fraction carries the di
 (label +1), as many ``mu_2`` (label -1), the rest one of the ``M-2`` other patterns with a random label. A
 non-discriminative node of label +1 links to ``degree (1-eps_S)`` random ``mu_1`` nodes and ``degree eps_S``
 random ``mu_2`` nodes (reversed for -1); ``mu_1`` nodes link among themselves (as do ``mu_2`` nodes) until every
-node has degree ``>= degree``; there is no ``mu_1``-``mu_2`` edge. So the core distance is ``z_m = 1``.
+node has degree ``>= degree``; there is no ``mu_1``-``mu_2`` edge. So the core distance is ``z_m = 1``. The
+option ``core_distance`` of :func:`core_graph` moves the relevant nodes to distance 2 or 3 through relay nodes,
+and :func:`sbm_graph` puts the same patterns on a homophilous or heterophilous two-block SBM (stand-ins for the
+real graphs of Figs 3.8-3.9 and B.5).
 
 The model (3.1) is :class:`lib.models.shallow_attention.ShallowAttention` read out at the query node (position 0
 of each token set: the node itself, then ``K`` neighbours drawn uniformly with replacement from its distance-1
-and distance-2 nodes, redrawn every step) plus a trainable relative PE ``b[u(s, n)]`` added to the scores, with
-``u`` the shortest-path distance truncated at ``Z-1``. The GCN of Thm 3.4.6 is the same network with
-``W_K = W_Q = 0`` and ``b = 0`` frozen (uniform averaging). Runs of one call share a leading axis; a
-hand-written SGD loop (as in :mod:`~lib.parts.generalisation.shallow_vits`) keeps each run's own graph, labelled
-set and neighbour draws.
+and distance-2 nodes by default, or from any set of distances, redrawn every step) plus a trainable relative PE
+``b[u(s, n)]`` added to the scores, with ``u`` the shortest-path distance truncated at ``Z-1``. The GCN of
+Thm 3.4.6 is the same network with ``W_K = W_Q = 0`` and ``b = 0`` frozen (uniform averaging). Runs of one call
+share a leading axis; a hand-written SGD loop (as in :mod:`~lib.parts.generalisation.shallow_vits`) keeps each
+run's own graph, labelled set and neighbour draws.
 """
 
 from __future__ import annotations
@@ -26,15 +29,26 @@ from scipy.sparse.csgraph import shortest_path
 
 from lib.config import check_array, check_int, check_positive, check_range, check_seed
 from lib.data.tokens import pattern_bank
+from lib.graphs.generators import binary_sbm_edges
 from lib.models.shallow_attention import ShallowAttention, attention_mass
 from lib.success import check_members
 
 
 def core_graph(
     n: int, gamma_d: float, eps_S: float, degree: int, *, M: int = 10, d: int = 20, c0: float = 0.01,
-    eps0: float = 0.0, seed: int = 0,
+    eps0: float = 0.0, seed: int = 0, core_distance: int = 1, hubs: int = 3,
 ) -> dict:
-    """The synthetic graph of Sec. 3.5.1 (core distance 1).
+    """The synthetic graph of Sec. 3.5.1, with core distance ``z_m = core_distance`` (Def 3.4.1, Eq. 3.6).
+
+    ``core_distance = 1`` is the thesis's construction (see the module docstring). For ``core_distance = k >= 2``
+    the non-discriminative nodes reach their class-relevant nodes through ``k - 1`` levels of relay nodes
+    (*hubs*, non-discriminative nodes carrying the label of their class): each level holds ``hubs`` hubs per
+    label; every discriminative node links to all level-1 hubs of its own class (with probability ``1 - eps_S``)
+    or of the other class (a confusion node for that side); every hub of level ``j >= 2`` and every remaining
+    (*outer*) non-discriminative node links to all hubs of its own label one level down, and to ``degree // 4``
+    random outer nodes of either label. An outer node thus sees the discriminative nodes hanging on its side at
+    distance ``k`` and none closer (those of the other side at ``k + 1``), so the average winning margin peaks at
+    ``k`` as long as outer nodes outnumber discriminative ones.
 
     Returns:
         dict with ``A`` (n, n) boolean adjacency, ``pattern`` (n,) in ``0..M-1`` (0 is ``mu_1``, 1 is ``mu_2``),
@@ -50,6 +64,8 @@ def core_graph(
     check_positive("c0", c0, allow_zero=True)
     check_range("eps0", eps0, 0.0, 0.5, hi_open=True)
     check_seed("seed", seed)
+    check_int("core_distance", core_distance, minimum=1)
+    check_int("hubs", hubs, minimum=1)
     g = np.random.default_rng([3000, int(seed)])
     k = max(1, int(round(gamma_d * n / 2)))
     if 2 * k >= n:
@@ -58,6 +74,23 @@ def core_graph(
     y = np.where(pattern == 0, 1.0, -1.0)
     nd = np.arange(2 * k, n)
     y[nd] = np.where(g.random(nd.size) < 0.5, 1.0, -1.0)
+    if core_distance > 1:
+        A, y = _relay_edges(g, n, k, y, eps_S, core_distance, hubs, max(1, degree // 4))
+    else:
+        A = _direct_edges(g, n, k, y, eps_S, degree)
+    clean = y.copy()
+    flip = g.random(n) < eps0
+    y[flip] *= -1
+    P = pattern_bank(M, d, rng=0)
+    X = P[pattern] + c0 * torch.randn(n, d, generator=torch.Generator().manual_seed(int(seed) + 17))
+    spd = shortest_path(csr_array(A.astype(np.int8)), unweighted=True, directed=False)
+    spd = np.where(np.isfinite(spd), spd, -1).astype(np.int64)
+    return {"A": A, "pattern": pattern, "y": y, "clean_y": clean, "X": X.float(), "spd": spd}
+
+
+def _direct_edges(g, n, k, y, eps_S, degree):
+    """Core distance 1 (Sec. 3.5.1): non-discriminative nodes link to discriminative ones directly."""
+    nd = np.arange(2 * k, n)
     A = np.zeros((n, n), bool)
     pos, neg = np.arange(k), np.arange(k, 2 * k)
     n_conf = int(round(degree * eps_S))
@@ -75,14 +108,33 @@ def core_graph(
                 cand = grp[(grp != v) & ~A[v, grp]]
                 w = g.choice(cand, min(need, cand.size), replace=False)
                 A[v, w] = A[w, v] = True
-    clean = y.copy()
-    flip = g.random(n) < eps0
-    y[flip] *= -1
-    P = pattern_bank(M, d, rng=0)
-    X = P[pattern] + c0 * torch.randn(n, d, generator=torch.Generator().manual_seed(int(seed) + 17))
-    spd = shortest_path(csr_array(A.astype(np.int8)), unweighted=True, directed=False)
-    spd = np.where(np.isfinite(spd), spd, -1).astype(np.int64)
-    return {"A": A, "pattern": pattern, "y": y, "clean_y": clean, "X": X.float(), "spd": spd}
+    return A
+
+
+def _relay_edges(g, n, k, y, eps_S, levels, hubs, outer_links):
+    """Core distance ``levels >= 2``: discriminative nodes on level-1 hubs, hub levels, outer nodes on top."""
+    nd = np.arange(2 * k, n)
+    n_hub = 2 * hubs * (levels - 1)
+    if nd.size <= n_hub:
+        raise ValueError(f"n={n} leaves too few non-discriminative nodes for {levels - 1} levels of 2x{hubs} hubs")
+    y = y.copy()
+    # hub i of level j and side s (s = 0: label +1) is node nd[(j - 1) * 2 * hubs + s * hubs + i]
+    hub = nd[:n_hub].reshape(levels - 1, 2, hubs)
+    y[hub[:, 0]] = 1.0
+    y[hub[:, 1]] = -1.0
+    A = np.zeros((n, n), bool)
+    for u in range(2 * k):
+        own = 0 if u < k else 1
+        A[u, hub[0, own if g.random() >= eps_S else 1 - own]] = True
+    for j in range(1, levels - 1):
+        for s in (0, 1):
+            A[np.ix_(hub[j, s], hub[j - 1, s])] = True
+    outer = nd[n_hub:]
+    for s, lab in ((0, 1.0), (1, -1.0)):
+        A[np.ix_(outer[y[outer] == lab], hub[-1, s])] = True
+    for v in outer:  # label-blind edges among outer nodes, so that every distance up to k + 1 is populated
+        A[v, g.choice(outer[outer != v], min(outer_links, outer.size - 1), replace=False)] = True
+    return A | A.T, y
 
 
 def winning_margin(spd, pattern, y, z: int) -> np.ndarray:
@@ -101,6 +153,71 @@ def winning_margin(spd, pattern, y, z: int) -> np.ndarray:
     n1 = (at & (pattern == 0)[None]).sum(1)
     n2 = (at & (pattern == 1)[None]).sum(1)
     return np.where(y > 0, n1 - n2, n2 - n1)
+
+
+def normalised_margin(spd, pattern, y, zs) -> np.ndarray:
+    """Fig B.5's normalised average winning margin: the mean over nodes of ``Delta_n(z) / |N_z^n|`` for each
+    ``z`` in ``zs`` (nodes with an empty distance-``z`` set are left out; nan if every node is)."""
+    spd = check_array("spd", spd, ndim=2)
+    zs = [int(z) for z in zs]
+    for z in zs:
+        check_int("zs", z, minimum=1)
+    out = []
+    for z in zs:
+        size = (spd == z).sum(1)
+        ok = size > 0
+        out.append((winning_margin(spd, pattern, y, z)[ok] / size[ok]).mean() if ok.any() else np.nan)
+    return np.array(out, dtype=float)
+
+
+def sbm_graph(
+    n: int, a: float, b: float, gamma_d: float, *, M: int = 10, d: int = 20, c0: float = 0.01, seed: int = 0,
+) -> dict:
+    """A two-block Bernoulli SBM (:func:`lib.graphs.generators.binary_sbm_edges`, edge probability ``a/n`` inside
+    a block, ``b/n`` across) carrying the chapter's patterns: the label of a node is its block (+1 for block 0);
+    a ``gamma_d`` fraction of each block, chosen at random, holds the block's discriminative pattern (``mu_1`` for
+    +1, ``mu_2`` for -1), the rest one of ``mu_3 .. mu_M`` at random. ``a > b`` is homophilous (core distance 1),
+    ``a < b`` heterophilous (most neighbours hold the other class, the relevant nodes sit at distance 2).
+
+    Returns:
+        the dict of :func:`core_graph` (``A``, ``pattern``, ``y``, ``clean_y``, ``X``, ``spd``).
+    """
+    check_range("gamma_d", gamma_d, 0.0, 1.0, lo_open=True, hi_open=True)
+    check_int("M", M, minimum=3)
+    check_int("d", d, minimum=M)
+    check_positive("c0", c0, allow_zero=True)
+    check_seed("seed", seed)
+    edges, blocks = binary_sbm_edges(n, a, b, 1, seed=int(seed))
+    g = np.random.default_rng([3100, int(seed)])
+    block = blocks[0]
+    disc = g.random(n) < gamma_d
+    pattern = np.where(disc, block, 2 + g.integers(M - 2, size=n))
+    y = np.where(block == 0, 1.0, -1.0)
+    A = np.zeros((n, n), bool)
+    A[edges[0][0], edges[0][1]] = True
+    A |= A.T
+    X = pattern_bank(M, d, rng=0)[pattern] + c0 * torch.randn(n, d, generator=torch.Generator().manual_seed(
+        int(seed) + 17))
+    spd = shortest_path(csr_array(A.astype(np.int8)), unweighted=True, directed=False)
+    spd = np.where(np.isfinite(spd), spd, -1).astype(np.int64)
+    return {"A": A, "pattern": pattern, "y": y, "clean_y": y.copy(), "X": X.float(), "spd": spd}
+
+
+def karate_graph() -> dict:
+    """Zachary's karate club (networkx's copy, 34 nodes) with the two factions as classes: label +1 and pattern
+    index 0 for Mr. Hi's faction, -1 and 1 for the officer's; every node counts as discriminative (the graph has
+    no features).
+
+    Returns:
+        dict with ``A`` (34, 34) boolean adjacency, ``pattern`` (34,), ``y`` (34,) and ``spd`` (34, 34).
+    """
+    import networkx as nx
+
+    G = nx.karate_club_graph()
+    hi = np.array([G.nodes[v]["club"] == "Mr. Hi" for v in G])
+    A = nx.to_numpy_array(G) > 0
+    spd = shortest_path(csr_array(A.astype(np.int8)), unweighted=True, directed=False).astype(np.int64)
+    return {"A": A, "pattern": np.where(hi, 0, 1), "y": np.where(hi, 1.0, -1.0), "spd": spd}
 
 
 def pe_index(spd, Z: int) -> np.ndarray:
@@ -150,64 +267,100 @@ def pe_attention_toy(b, sizes, relevant) -> tuple[np.ndarray, float]:
     return share, float((share * relevant).sum())
 
 
-def _stack_graphs(seeds, cfg, gamma_d, eps_S, eps0):
-    graphs = [core_graph(cfg["n"], gamma_d, eps_S, cfg["degree"], M=cfg["M"], d=cfg["d"], c0=cfg["c0"],
-                         eps0=eps0, seed=int(s)) for s in seeds]
-    n = cfg["n"]
-    nbr = np.zeros((len(graphs), n, n), np.int64)
-    cnt = np.zeros((len(graphs), n), np.int64)
-    for i, G in enumerate(graphs):
-        for v in range(n):
-            w = np.flatnonzero((G["spd"][v] == 1) | (G["spd"][v] == 2))
-            nbr[i, v, : w.size] = w
-            cnt[i, v] = max(w.size, 1)
-    width = int(cnt.max())
-    return graphs, torch.as_tensor(nbr[:, :, :width]), torch.as_tensor(cnt)
+def _neighbour_lists(spd, distances):
+    """Nodes at the allowed distances from every node, left-aligned in ascending order, and their counts."""
+    mask = np.isin(spd, np.asarray(distances))
+    order = np.argsort(~mask, axis=1, kind="stable")
+    cnt = mask.sum(1)
+    nbr = np.where(np.arange(spd.shape[1])[None] < cnt[:, None], order, 0)
+    return nbr, np.maximum(cnt, 1)
 
 
 def train_gt(
     Ls, seeds, cfg: dict, gamma_d: float, eps_S: float, *, gcn: bool = False, eps0: float = 0.0,
-    steps=None, record_every: int = 10,
+    steps=None, record_every: int = 10, core_distance: int = 1, distances=(1, 2), pe: bool = True,
 ) -> dict:
-    """Train one graph transformer (or GCN) per member ``(Ls[r], seeds[r])`` by node-sampling SGD on the hinge loss.
+    """Train one graph transformer (or GCN) per member ``(Ls[r], seeds[r])`` on :func:`core_graph` ``seeds[r]``.
 
-    Member ``r`` uses graph ``seeds[r]`` and its first ``Ls[r]`` labelled nodes (a seeded permutation of the
-    nodes), so members of one seed share their smaller labelled sets. The test set is the last ``n_test`` nodes
-    of the permutation, each with one fixed neighbour draw.
+    Neighbours are drawn from the nodes at ``distances`` (one tuple for all members, or one per member); see
+    :func:`train_gt_graphs` for the training and the returned arrays.
+    """
+    Ls, seeds = check_members(Ls, seeds, "Ls")
+    useeds = np.unique(seeds)
+    graphs = [core_graph(cfg["n"], gamma_d, eps_S, cfg["degree"], M=cfg["M"], d=cfg["d"], c0=cfg["c0"],
+                         eps0=eps0, seed=int(s), core_distance=core_distance) for s in useeds]
+    return train_gt_graphs(graphs, np.searchsorted(useeds, seeds), Ls, cfg, distances=distances, gcn=gcn, pe=pe,
+                           steps=steps, record_every=record_every, perm_keys=useeds,
+                           seed=int(seeds.sum()) * 7919 + len(Ls) + 31 * int(bool(gcn)))
+
+
+def train_gt_graphs(
+    graphs, rows, Ls, cfg: dict, *, distances=(1, 2), gcn: bool = False, pe: bool = True, steps=None,
+    record_every: int = 10, perm_keys=None, seed: int = 0,
+) -> dict:
+    """Train one graph transformer (3.1) per member ``r`` on ``graphs[rows[r]]`` by node-sampling SGD on the hinge
+    loss (a hand-written loop over the runs' own graphs and draws, as in the vision-transformer chapter).
+
+    Member ``r`` uses the first ``Ls[r]`` nodes of a seeded permutation of its graph's nodes as labelled set
+    (permutation key ``perm_keys[rows[r]]``, default the graph's index) and the last ``cfg["n_test"]`` as test
+    nodes, each with one fixed neighbour draw. Token sets are the node plus ``cfg["K"]`` nodes drawn with
+    replacement from its nodes at the member's ``distances``. ``pe=False`` keeps ``b = 0``; ``gcn=True`` also
+    freezes ``W_K = W_Q = 0``.
+
+    Args:
+        graphs: dicts with ``X`` (n, d), ``y`` (n,), ``pattern`` (n,), ``spd`` (n, n) and optionally
+            ``clean_y`` (labels used to mark class-relevant keys), all graphs of the same ``n``.
+        rows: graph index of every member.
+        Ls: labelled-set size of every member.
+        cfg: sizes and optimiser (``d, K, Z, n_test, m, eta, batch, steps, kappa, delta, sigma, xi``).
 
     Returns:
         dict of numpy arrays: ``test_hinge``, ``test_err`` (R,), ``curve_t`` (K,), ``test_curve`` (R, K),
         ``mass`` (R, K) (attention mass of test queries on class-relevant keys), ``b`` (R, Z) final PE,
         ``b_curve`` (R, K, Z).
     """
-    Ls, seeds = check_members(Ls, seeds, "Ls")
+    Ls, rows = check_members(Ls, rows, "Ls")
+    if not graphs or rows.min() < 0 or rows.max() >= len(graphs):
+        raise ValueError(f"rows must index graphs (0..{len(graphs) - 1})")
     steps = cfg["steps"] if steps is None else steps
     check_int("steps", steps, minimum=1)
     check_int("record_every", record_every, minimum=1)
-    n, d, K, Z, nt = cfg["n"], cfg["d"], cfg["K"], cfg["Z"], cfg["n_test"]
+    n = graphs[0]["spd"].shape[0]
+    d, K, Z, nt = cfg["d"], cfg["K"], cfg["Z"], cfg["n_test"]
+    if any(G["spd"].shape != (n, n) for G in graphs):
+        raise ValueError("graphs must all have the same number of nodes")
     if Ls.max() > n - nt:
         raise ValueError(f"Ls must leave {nt} test nodes out of n={n}")
     R = len(Ls)
-    useeds = np.unique(seeds)
-    graphs, nbr, cnt = _stack_graphs(useeds, cfg, gamma_d, eps_S, eps0)
-    row = torch.as_tensor(np.searchsorted(useeds, seeds))
-    X = torch.stack([G["X"] for G in graphs])
+    dist = [tuple(distances)] * R if np.ndim(distances[0]) == 0 else [tuple(t) for t in distances]
+    if len(dist) != R:
+        raise ValueError(f"distances must be one tuple or one per member ({R})")
+    keys = np.arange(len(graphs)) if perm_keys is None else np.asarray(perm_keys)
+    lists = {}
+    for r in range(R):
+        lists.setdefault((int(rows[r]), dist[r]), _neighbour_lists(graphs[rows[r]]["spd"], dist[r]))
+    width = max(int(c.max()) for _, c in lists.values())
+    nbr = torch.as_tensor(np.stack([lists[(int(rows[r]), dist[r])][0][:, :width] for r in range(R)]))
+    cnt = torch.as_tensor(np.stack([lists[(int(rows[r]), dist[r])][1] for r in range(R)]))
+    row = torch.as_tensor(rows)
+    X = torch.stack([torch.as_tensor(G["X"], dtype=torch.float32) for G in graphs])
     Y = torch.as_tensor(np.stack([G["y"] for G in graphs]), dtype=torch.float32)
     PE = torch.as_tensor(np.stack([pe_index(np.maximum(G["spd"], 0), Z) for G in graphs]))
     # class-relevant key: pattern mu_1 for label +1, mu_2 for -1 (clean labels)
     pat = np.stack([G["pattern"] for G in graphs])
-    cy = np.stack([G["clean_y"] for G in graphs])
+    cy = np.stack([G.get("clean_y", G["y"]) for G in graphs])
     REL = torch.as_tensor(np.where(cy[:, :, None] > 0, pat[:, None, :] == 0, pat[:, None, :] == 1))
-    perm = torch.as_tensor(np.stack([np.random.default_rng([4000, int(s)]).permutation(n) for s in useeds]))
-    gen = torch.Generator().manual_seed(int(seeds.sum()) * 7919 + R + 31 * int(bool(gcn)))
+    perm = torch.as_tensor(np.stack([np.random.default_rng([4000, int(s)]).permutation(n) for s in keys]))
+    gen = torch.Generator().manual_seed(int(seed))
+    member = torch.arange(R)
 
-    def tokens(g_row, nodes, u):
+    def tokens(nodes, u):
         """Token sets (R, B, 1+K, d), PE indices and relevance for query nodes (R, B), uniforms (R, B, K)."""
-        c = cnt[g_row[:, None], nodes]
+        c = cnt[member[:, None], nodes]
         j = (u * c[..., None]).long()
-        nb = nbr[g_row[:, None, None], nodes[..., None], j]
+        nb = nbr[member[:, None, None], nodes[..., None], j]
         idx = torch.cat([nodes[..., None], nb], -1)
-        gr = g_row[:, None, None]
+        gr = row[:, None, None]
         return X[gr, idx], PE[gr, nodes[..., None], idx], REL[gr, nodes[..., None], idx]
 
     eye = torch.eye(d)
@@ -219,11 +372,12 @@ def train_gt(
     init_v = eye + cfg["sigma"] * torch.randn(R, d, d, generator=gen) / math.sqrt(d)
     model = ShallowAttention(R, d, cfg["m"], readout="first", freeze_qk=gcn, init_qk=init_qk, init_v=init_v,
                              init_o_std=cfg["xi"], generator=gen)
-    b = torch.zeros(R, Z, requires_grad=not gcn)
-    params = [p for p in model.parameters() if p.requires_grad] + ([b] if not gcn else [])
+    train_b = pe and not gcn
+    b = torch.zeros(R, Z, requires_grad=train_b)
+    params = [p for p in model.parameters() if p.requires_grad] + ([b] if train_b else [])
     test_nodes = perm[row][:, n - nt:]
     tg = torch.Generator().manual_seed(99)
-    Xt, Pt, Rt = tokens(row, test_nodes, torch.rand(R, nt, K, generator=tg))
+    Xt, Pt, Rt = tokens(test_nodes, torch.rand(R, nt, K, generator=tg))
     yt = Y[row[:, None], test_nodes]
     Lt = torch.as_tensor(Ls)
     rr = torch.arange(R)[:, None, None, None]
@@ -252,7 +406,7 @@ def train_gt(
             break
         pick = (torch.rand(R, B, generator=gen) * Lt[:, None]).long()
         nodes = perm[row[:, None], pick]
-        Xb, Pb, _ = tokens(row, nodes, torch.rand(R, B, K, generator=gen))
+        Xb, Pb, _ = tokens(nodes, torch.rand(R, B, K, generator=gen))
         yb = Y[row[:, None], nodes]
         out, _ = forward(Xb, Pb)
         loss_r = torch.relu(1 - yb * out).mean(1)

@@ -75,3 +75,65 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match="Ls"):
         gt.train_gt([0], [0], TINY, 0.4, 0.1)
     assert np.isclose(gt.loglog_exponent([1, 2, 4], [1, 4, 16]), 2)
+
+
+@pytest.mark.parametrize("zm", [1, 2, 3])
+def test_core_distance_maximises_the_average_margin(zm):
+    for seed in range(3):
+        G = gt.core_graph(300, 0.4, 0.05, 40, seed=seed, core_distance=zm)
+        pat, y, spd = G["pattern"], G["y"], G["spd"]
+        margins = [gt.winning_margin(spd, pat, y, z).mean() for z in range(1, 6)]
+        assert np.argmax(margins) + 1 == zm
+        assert (G["A"] == G["A"].T).all() and not G["A"].diagonal().any()
+        if zm > 1:  # outer nodes see no discriminative node closer than z_m, and a positive margin at z_m
+            outer = np.arange(120 + 2 * 3 * (zm - 1), 300)
+            assert not (spd[np.ix_(outer, np.flatnonzero(pat < 2))] < zm).any()
+            assert (gt.winning_margin(spd, pat, y, zm)[outer] > 0).all()
+
+
+def test_relay_graph_needs_room_for_hubs():
+    with pytest.raises(ValueError, match="hubs"):
+        gt.core_graph(20, 0.8, 0.0, 4, core_distance=3, hubs=3)
+
+
+def test_sbm_graph_blocks_patterns_and_margins():
+    G = gt.sbm_graph(300, 30.0, 3.0, 0.4, seed=1)
+    pat, y = G["pattern"], G["y"]
+    assert set(np.unique(y)) == {-1.0, 1.0}
+    assert (y[pat == 0] == 1).all() and (y[pat == 1] == -1).all()
+    assert 0.3 < (pat < 2).mean() < 0.5
+    homo = gt.normalised_margin(G["spd"], pat, y, [1, 2, 3])
+    assert np.argmax(homo) == 0
+    H = gt.sbm_graph(300, 3.0, 30.0, 0.4, seed=1)
+    hetero = gt.normalised_margin(H["spd"], H["pattern"], H["y"], [1, 2, 3])
+    assert hetero[0] < 0 < hetero[1] and np.argmax(hetero) == 1
+
+
+def test_normalised_margin_on_the_toy_graph():
+    toy = gt.toy_graph()
+    nm = gt.normalised_margin(toy["spd"], toy["pattern"], toy["y"], [1, 2])
+    own = [gt.winning_margin(toy["spd"], toy["pattern"], toy["y"], z) / (toy["spd"] == z).sum(1) for z in (1, 2)]
+    assert np.allclose(nm, [o.mean() for o in own])
+    with pytest.raises(ValueError, match="zs"):
+        gt.normalised_margin(toy["spd"], toy["pattern"], toy["y"], [0])
+
+
+def test_train_on_graphs_restricts_distances_and_freezes_b():
+    torch.set_num_threads(1)
+    graphs = [gt.core_graph(80, 0.4, 0.0, 10, seed=s, core_distance=2) for s in (0, 1)]
+    cfg = dict(TINY, Z=4, steps=20)
+    r = gt.train_gt_graphs(graphs, [0, 1, 0], [40, 40, 40], cfg, distances=[(2,), (2,), (1, 2, 3)], pe=False)
+    assert (r["b"] == 0).all() and r["test_hinge"].shape == (3,)
+    r = gt.train_gt_graphs(graphs, [0], [40], cfg, distances=(2,))
+    assert r["b"][0, 1] == 0 and r["b"][0, 3] == 0  # distances never drawn keep their initial PE
+    with pytest.raises(ValueError, match="distances"):
+        gt.train_gt_graphs(graphs, [0, 1], [40, 40], cfg, distances=[(1,), (2,), (3,)])
+    with pytest.raises(ValueError, match="rows"):
+        gt.train_gt_graphs(graphs, [2], [40], cfg)
+
+
+def test_karate_factions_are_homophilous():
+    K = gt.karate_graph()
+    assert K["A"].shape == (34, 34) and (K["y"] > 0).sum() == 17
+    nm = gt.normalised_margin(K["spd"], K["pattern"], K["y"], [1, 2, 3])
+    assert (np.diff(nm) < 0).all() and nm[0] > 0
