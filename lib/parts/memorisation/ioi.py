@@ -30,7 +30,7 @@ import torch.nn.functional as F
 from lib.config import check_in, check_int, check_range
 from lib.models.laser import low_rank
 from lib.models.transformer import Transformer, TransformerConfig
-from lib.parts.memorisation.noisy_recall import FROZEN, recall_model
+from lib.parts.memorisation.noisy_recall import FROZEN, init_code_scale, recall_model
 from lib.parts.memorisation.recall_data import char_bigram, sample_recall
 from lib.train import train
 
@@ -279,20 +279,7 @@ def split_model(n_tokens: int, d: int, T: int, h_attn: int, h_mlp: int, n_layers
         causal="standard",
     )
     torch.manual_seed(seed)
-    model = Transformer(cfg)
-    with torch.no_grad():
-        model.embed.weight.normal_(0.0, 1.0)
-        model.fixed_pos.normal_(0.0, 1.0)
-        model.head.weight.uniform_(-1.0 / math.sqrt(d), 1.0 / math.sqrt(d))
-        for blk in model.blocks:
-            a = blk.attn
-            for W, fan_in in ((a.W_Q, d), (a.W_K, d), (a.W_V, d), (a.W_O, h_attn)):
-                W.uniform_(-1.0 / math.sqrt(fan_in), 1.0 / math.sqrt(fan_in))
-            if blk.ffn is not None:
-                for m in blk.ffn.modules():
-                    if isinstance(m, nn.Linear):
-                        m.reset_parameters()
-    return model
+    return init_code_scale(Transformer(cfg))
 
 
 def bigram_split_loss(setting: dict, h_attn: int, h_mlp: int, lr: float, seed: int = 0) -> dict:

@@ -85,19 +85,32 @@ def recall_model(n_chars: int, d: int, T: int, ffn=("mlp", "mlp"), seed: int = 0
         causal="standard",
     )
     torch.manual_seed(seed)
-    model = Transformer(cfg)
-    bound = 1.0 / math.sqrt(d)
+    return init_code_scale(Transformer(cfg))
+
+
+def init_code_scale(model: Transformer) -> Transformer:
+    """The initialisation of the authors' code, in place: ``W_E`` and the positions ``N(0, 1)``; ``W_U`` and every
+    attention matrix (``W_Q`` where it is a parameter, ``W_K``, ``W_V``, ``W_O``) ``U(-1/sqrt(fan_in),
+    1/sqrt(fan_in))`` with ``fan_in`` its last dimension; FFN layers PyTorch's ``nn.Linear`` default. Draws from
+    torch's global generator (seed it first). Returns ``model``."""
+    if not isinstance(model, Transformer):
+        raise ValueError(f"model must be a lib.models.transformer.Transformer, got {type(model).__name__}")
     with torch.no_grad():
         model.embed.weight.normal_(0.0, 1.0)
         model.fixed_pos.normal_(0.0, 1.0)
-        model.head.weight.uniform_(-bound, bound)
+        model.head.weight.uniform_(-1.0 / math.sqrt(model.head.weight.shape[-1]),
+                                   1.0 / math.sqrt(model.head.weight.shape[-1]))
         for blk in model.blocks:
-            for name in ("W_K", "W_V", "W_O"):
-                getattr(blk.attn, name).uniform_(-bound, bound)
+            for name in ("W_Q", "W_K", "W_V", "W_O"):
+                W = getattr(blk.attn, name)
+                if W is not None:
+                    bound = 1.0 / math.sqrt(W.shape[-1])
+                    W.uniform_(-bound, bound)
             if blk.ffn is not None:
                 for m in blk.ffn.modules():
                     if isinstance(m, nn.Linear):
                         m.reset_parameters()
+    return model
     return model
 
 

@@ -219,3 +219,16 @@ def test_recall_functions_reject_bad_arguments():
     ):
         with pytest.raises(ValueError):
             call()
+
+
+def test_init_code_scale_draws_the_code_scales_and_rejects_other_models():
+    import math
+
+    torch.manual_seed(0)
+    m = nr.recall_model(6, 16, 8, seed=3)
+    assert m.blocks[0].attn.W_Q is None  # W_Q = I in model (4.1)
+    for blk in m.blocks:
+        assert float(blk.attn.W_K.abs().max()) <= 1 / math.sqrt(16)
+    assert abs(float(m.embed.weight.std()) - 1.0) < 0.3
+    with pytest.raises(ValueError, match="model"):
+        nr.init_code_scale(torch.nn.Linear(2, 2))
