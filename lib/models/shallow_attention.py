@@ -9,7 +9,8 @@ sequence ``X = (x_1, ..., x_L)`` of ``d``-dimensional tokens and a query positio
     \\mathrm{softmax}_s\\big((W_K x_s)^\\top W_Q x_l + b_{ls}\\big)\\Big),
 
 with the fixed output layer ``a_i = ±1/sqrt(m)`` (half each), an optional additive bias ``b`` (a positional
-encoding) and an optional key mask. The read-out is the mean of ``F_l`` over all queries (``readout="mean"``) or
+encoding) and an optional key mask (with a matching query mask, the masked tokens are removed). The read-out is
+the mean of ``F_l`` over all queries (``readout="mean"``) or
 ``F_0`` alone (``readout="first"``). There is no ``1/sqrt(d)`` scaling, as in the thesis.
 
 Every parameter carries a leading axis of ``R`` independent runs, so that many seeds or settings train in one
@@ -97,17 +98,28 @@ class ShallowAttention(torch.nn.Module):
         _, A = softmax_attention(q, k, k, bias=bias, allowed=allowed)
         return A
 
-    def forward(self, X: torch.Tensor, bias=None, allowed=None) -> torch.Tensor:
-        """Network outputs ``(R, B)`` for tokens ``X`` of shape ``(R, B, L, d)``."""
+    def forward(self, X: torch.Tensor, bias=None, allowed=None, queries=None) -> torch.Tensor:
+        """Network outputs ``(R, B)`` for tokens ``X`` of shape ``(R, B, L, d)``.
+
+        ``bias`` and ``allowed`` are as in :meth:`attention`. ``queries`` (boolean, broadcastable to ``(R, B, L)``,
+        mean read-out only) restricts the average to the marked queries: with ``allowed`` set to the same tokens
+        as keys, the unmarked tokens are removed from the sequence altogether (token sparsification).
+        """
         if X.dim() != 4 or X.shape[0] != self.W_K.shape[0]:
             raise ValueError(f"X must have shape (R={self.W_K.shape[0]}, B, L, d), got {tuple(X.shape)}")
+        if queries is not None and self.readout != "mean":
+            raise ValueError("queries needs readout='mean'")
         A = self.attention(X, bias, allowed)
         if self.readout == "first":
             A = A[:, :, :1]
         v = torch.einsum("rij,rblj->rbli", self.W_V, X)
         z = A @ v  # (R, B, Lq, d_v)
         h = torch.relu(torch.einsum("rmi,rbli->rblm", self.W_O, z))
-        return (h @ self.a).mean(-1)
+        out = h @ self.a  # (R, B, Lq)
+        if queries is None:
+            return out.mean(-1)
+        w = torch.broadcast_to(torch.as_tensor(queries, dtype=torch.bool), out.shape).to(out.dtype)
+        return (out * w).sum(-1) / w.sum(-1).clamp_min(1.0)
 
 
 def attention_mass(A: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:

@@ -13,8 +13,8 @@ import torch
 from scipy.optimize import linear_sum_assignment
 from scipy.special import expit
 
-from lib.config import check_array, check_int, check_positive, check_range
-from lib.data.gmm import GaussianMixture, sample_mixture, teacher_probability
+from lib.config import check_array, check_int, check_int_array, check_positive, check_range
+from lib.data.gmm import GaussianMixture, gaussian_mixture, sample_mixture, teacher_probability
 from lib.models.one_hidden import cross_entropy_hessian, cross_entropy_risk, newton_critical_point
 
 __all__ = [
@@ -29,6 +29,7 @@ __all__ = [
     "permutation_error",
     "draw_problems",
     "local_uniqueness",
+    "uniqueness_map",
     "score_moments",
     "tensor_initialization",
 ]
@@ -300,6 +301,30 @@ def local_uniqueness(gmm: GaussianMixture, K: int, n: int, draws: int, inits: in
     crit = newton_critical_point(W0, X[:, None], y[:, None], iters=25)
     ok = (weight_spread(crit["W"]) <= tol) & (crit["grad_norm"].amax(-1) < 1e-6) & (crit["min_eig"].amin(-1) > 0)
     return float(ok.double().mean())
+
+
+def uniqueness_map(lambdas, means, covs, K: int, ns, draws: int, inits: int, seed: int) -> np.ndarray:
+    """Success rates of :func:`local_uniqueness` over a grid of mixtures and sample sizes (Figs 4.2-4.3).
+
+    Args:
+        lambdas: the L group fractions, shared by every mixture.
+        means: ``(C, L, d)`` group means, one mixture per row.
+        covs: ``(C, L)`` scalar covariances ``s`` (meaning ``s I``), one mixture per row.
+        K: hidden neurons; ns: sample sizes; draws, inits: as in :func:`local_uniqueness`.
+        seed: base seed; the cell of sample size ``n`` uses ``seed + n`` for every mixture, so the mixtures share
+            ``W*``, noise and starts (common random numbers).
+
+    Returns:
+        ``(C, len(ns))`` success rates.
+    """
+    means = check_array("means", means, ndim=3)
+    covs = check_array("covs", covs, ndim=2)
+    if covs.shape != means.shape[:2]:
+        raise ValueError(f"covs must have shape {means.shape[:2]} to match means, got {covs.shape}")
+    ns = [int(n) for n in check_int_array("ns", ns, minimum=1)]
+    check_int("seed", seed, minimum=0)
+    gmms = [gaussian_mixture(lambdas, m, c) for m, c in zip(means, covs)]
+    return np.array([[local_uniqueness(g, K, n, draws, inits, seed=seed + n) for n in ns] for g in gmms])
 
 
 # ---------------------------------------------------------------- tensor initialisation (Subroutine 1)

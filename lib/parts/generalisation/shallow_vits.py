@@ -13,10 +13,10 @@ import math
 import numpy as np
 import torch
 
-from lib.config import check_array, check_finite, check_int, check_positive
+from lib.config import check_array, check_finite, check_in, check_int, check_positive
 from lib.data.tokens import pattern_bank, pattern_sequences
 from lib.models.shallow_attention import ShallowAttention, attention_mass
-from lib.success import check_members
+from lib.success import check_members, success_map
 
 
 def vit_init(runs: int, d: int, kappa: float, delta: float, sigma: float, gen: torch.Generator):
@@ -32,16 +32,27 @@ def vit_init(runs: int, d: int, kappa: float, delta: float, sigma: float, gen: t
     return (wk, wq), wv
 
 
-def make_data(seeds, n_train: int, n_test: int, cfg: dict, alpha_star: float, alpha_hash: float):
+def make_data(seeds, n_train: int, n_test: int, cfg: dict, alpha_star: float, alpha_hash: float, noisy=None):
     """Per-seed training and test sets ``(R, n, L, d)`` with labels ``(R, n)`` and relevant-token masks.
 
     The pattern bank is fixed (seed 0); seed ``s`` draws its own samples, so the first ``N`` training examples
     of a seed are shared by every member that uses that seed.
+
+    Args:
+        noisy: ``(count, level)`` or None: in every sample, ``count`` tokens at random positions carry noise
+            ``level N(0, I)`` instead of ``c_0 N(0, I)`` (the "tokens with significant noise" of Fig 2.5).
+
+    Returns:
+        dict with ``X, y, rel, idx, noise`` (training) and ``Xt, yt, relt, idxt, noiset`` (test); ``idx`` holds
+        each token's pattern and ``noise`` marks the high-noise tokens ``(R, n, L)``.
     """
     check_int("n_train", n_train, minimum=1)
     check_int("n_test", n_test, minimum=1)
+    if noisy is not None:
+        check_int("noisy count", noisy[0], minimum=0, maximum=cfg["L"])
+        check_positive("noisy level", noisy[1], allow_zero=True)
     P = pattern_bank(cfg["M"], cfg["d"], rng=0)
-    out = {k: [] for k in ("X", "y", "rel", "Xt", "yt", "relt", "idxt")}
+    out = {k: [] for k in ("X", "y", "rel", "idx", "noise", "Xt", "yt", "relt", "idxt", "noiset")}
     for s in seeds:
         for pre, n in (("", n_train), ("t", n_test)):
             if pre:  # test set: one draw from its own stream
@@ -58,13 +69,54 @@ def make_data(seeds, n_train: int, n_test: int, cfg: dict, alpha_star: float, al
                 X = torch.cat([q[1] for q in parts])
                 idx = torch.cat([q[2] for q in parts])
             rel = torch.as_tensor(np.where(y[:, None] > 0, idx.numpy() == 0, idx.numpy() == 1))
+            noise = torch.zeros(idx.shape, dtype=torch.bool)
+            if noisy is not None and noisy[0] > 0:  # a separate stream: the clean tokens do not change
+                g = np.random.default_rng([9000, int(s), int(bool(pre))])
+                pos = np.argsort(g.random(idx.shape), axis=1)[:, : noisy[0]]
+                np.put_along_axis(noise.numpy(), pos, True, axis=1)
+                fresh = torch.as_tensor(g.standard_normal(X.shape), dtype=X.dtype)
+                X = torch.where(noise[..., None], P.to(X.dtype)[idx] + noisy[1] * fresh, X)
             suf = "t" if pre else ""
             out["X" + suf].append(X)
             out["y" + suf].append(torch.as_tensor(y, dtype=X.dtype))
             out["rel" + suf].append(rel)
-            if pre:
-                out["idxt"].append(idx)
+            out["idx" + suf].append(idx)
+            out["noise" + suf].append(noise)
     return {k: torch.stack(v) for k, v in out.items()}
+
+
+REMOVALS = ("none", "random", "irrelevant", "noisy")
+
+
+def keep_mask(idx, noise, kind: str, count: int, rng=None) -> torch.Tensor:
+    """Which tokens survive the token sparsification of Fig 2.5: ``count`` tokens per sample are removed.
+
+    Args:
+        idx: pattern index of every token ``(n, L)`` (0, 1: discriminative; 2 and up: label-irrelevant).
+        noise: boolean ``(n, L)``, the high-noise tokens.
+        kind: ``"none"`` (keep all), ``"random"`` (any tokens), ``"irrelevant"`` (tokens of the patterns
+            ``mu_3, ...``) or ``"noisy"`` (high-noise tokens), chosen uniformly among the candidates.
+        count: tokens removed per sample (ignored for ``"none"``); every sample must have that many candidates.
+        rng: NumPy generator or seed for the choice.
+
+    Returns:
+        boolean ``(n, L)``, True where the token is kept.
+    """
+    check_in("kind", kind, REMOVALS)
+    idx, noise = torch.as_tensor(idx), torch.as_tensor(noise, dtype=torch.bool)
+    if idx.dim() != 2 or noise.shape != idx.shape:
+        raise ValueError(f"idx and noise must be equal (n, L) arrays, got {tuple(idx.shape)}, {tuple(noise.shape)}")
+    check_int("count", count, minimum=0, maximum=idx.shape[1] - 1)
+    keep = torch.ones(idx.shape, dtype=torch.bool)
+    if kind == "none" or count == 0:
+        return keep
+    cand = {"random": torch.ones_like(keep), "irrelevant": idx >= 2, "noisy": noise}[kind]
+    if (cand.sum(1) < count).any():
+        raise ValueError(f"count={count} exceeds the {kind} tokens of some sample ({int(cand.sum(1).min())})")
+    u = torch.as_tensor(np.random.default_rng(rng).random(idx.shape))
+    order = torch.argsort(torch.where(cand, u, 2.0), dim=1)[:, :count]
+    keep[torch.arange(idx.shape[0])[:, None], order] = False
+    return keep
 
 
 def train_vit(
@@ -78,6 +130,9 @@ def train_vit(
     sigma=None,
     steps=None,
     record_every: int = 10,
+    remove=None,
+    n_remove: int = 0,
+    noisy=None,
 ) -> dict:
     """Train one network per member ``(Ns[r], seeds[r])`` by SGD on the hinge loss, all at once.
 
@@ -91,6 +146,10 @@ def train_vit(
         sigma: initial ``W_V`` error (default ``cfg["sigma"]``).
         steps: SGD steps (default ``cfg["steps"]``).
         record_every: steps between recorded train/test losses and attention masses.
+        remove: per-member token sparsification (one of :data:`REMOVALS` each, default ``"none"``), applied to
+            the training and the test samples by the key mask and the query mask of the model.
+        n_remove: tokens removed per sample by ``remove`` (:func:`keep_mask`).
+        noisy: ``(count, level)`` high-noise tokens per sample (:func:`make_data`).
 
     Returns:
         dict of numpy arrays: ``test_hinge`` (R,), ``train_hinge`` (R,), ``curve_t`` (K,), ``train_curve``,
@@ -104,8 +163,25 @@ def train_vit(
     sigma = cfg["sigma"] if sigma is None else sigma
     R = len(Ns)
     useeds = np.unique(seeds)
-    data = make_data(useeds, int(Ns.max()), cfg["n_test"], cfg, alpha_star, alpha_hash)
+    data = make_data(useeds, int(Ns.max()), cfg["n_test"], cfg, alpha_star, alpha_hash, noisy=noisy)
     row = torch.as_tensor(np.searchsorted(useeds, seeds))
+    keep = keept = None
+    if remove is not None:
+        if len(remove) != R:
+            raise ValueError(f"remove must name one removal per member ({R}), got {len(remove)}")
+        code = {k: i for i, k in enumerate(REMOVALS)}
+        for k in remove:
+            check_in("remove", k, REMOVALS)
+        by_key = {
+            (int(s), k, t): keep_mask(
+                data["idx" + t][i], data["noise" + t][i], k, n_remove, [8000, int(s), code[k], len(t)]
+            )
+            for i, s in enumerate(useeds)
+            for k in set(remove)
+            for t in ("", "t")
+        }
+        keep = torch.stack([by_key[(int(s), k, "")] for s, k in zip(seeds, remove)])
+        keept = torch.stack([by_key[(int(s), k, "t")] for s, k in zip(seeds, remove)])
     gen = torch.Generator().manual_seed(int(seeds.sum()) * 7919 + R)
     init_qk, init_v = vit_init(R, cfg["d"], cfg["kappa"], cfg["delta"], sigma, gen)
     model = ShallowAttention(
@@ -118,10 +194,14 @@ def train_vit(
     rec_t, tr, te, ms = [], [], [], []
     diverged = np.zeros(R, bool)
 
+    def masks(k):  # key mask (R, B, 1, L) and query mask (R, B, L) of the kept tokens, or None
+        return (None, None) if k is None else (k[:, :, None, :], k)
+
     def evaluate():
         with torch.no_grad():
-            out = model(Xt)
-            A = model.attention(Xt)
+            allowed, queries = masks(keept)
+            out = model(Xt, allowed=allowed, queries=queries)
+            A = model.attention(Xt, allowed=allowed)
             return torch.relu(1 - yt * out).mean(1), attention_mass(A, relt).mean(1), A
 
     for t in range(steps + 1):
@@ -136,7 +216,8 @@ def train_vit(
         ib = (u * Nt[:, None]).long()
         Xb = data["X"][row[:, None], ib]
         yb = data["y"][row[:, None], ib]
-        loss_r = torch.relu(1 - yb * model(Xb)).mean(1)
+        allowed, queries = masks(None if keep is None else keep[torch.arange(R)[:, None], ib])
+        loss_r = torch.relu(1 - yb * model(Xb, allowed=allowed, queries=queries)).mean(1)
         if t % record_every == 0:
             tr.append(loss_r.detach().numpy())
         grads = torch.autograd.grad(loss_r.sum(), params)
@@ -148,7 +229,8 @@ def train_vit(
     lt, _, A = evaluate()
     with torch.no_grad():
         Xtr = data["X"][row]
-        ltr = torch.relu(1 - data["y"][row] * model(Xtr))
+        allowed, queries = masks(keep)
+        ltr = torch.relu(1 - data["y"][row] * model(Xtr, allowed=allowed, queries=queries))
         mask = torch.arange(Xtr.shape[1])[None] < Nt[:, None]
         train_h = (ltr * mask).sum(1) / Nt
     return {
@@ -161,6 +243,66 @@ def train_vit(
         "diverged": diverged,
         "A": A[:, 0].numpy(),
         "idx": data["idxt"][row][:, 0].numpy(),
+    }
+
+
+def sigma_map(cfg: dict, sigmas, Ns, seeds, alpha_star: float, alpha_hash: float) -> dict:
+    """Final test hinge losses over a ``(sigma, N, seed)`` grid (Fig 2.1(b)), one batched run per ``sigma``.
+
+    ``sigma`` is the initial error of ``W_V`` (:func:`vit_init`); the runs are those of :func:`train_vit` through
+    :func:`lib.success.success_map`, with the losses recorded only at the start and the end.
+
+    Returns:
+        dict: ``test_hinge`` ``(len(sigmas), len(Ns), len(seeds))`` and ``diverged`` (the number of diverged runs).
+    """
+    sigmas = check_array("sigmas", sigmas, ndim=1)
+    if (sigmas < 0).any():
+        raise ValueError(f"sigmas must be >= 0, got {sigmas.tolist()}")
+    store = {}
+
+    def run_fn(sig, N, S):
+        store[float(sig)] = train_vit(N, S, cfg, alpha_star, alpha_hash, sigma=float(sig), record_every=cfg["steps"])
+        return np.isfinite(store[float(sig)]["test_hinge"])
+
+    success_map(run_fn, sigmas.tolist(), Ns, seeds)
+    shape = (len(Ns), len(seeds))
+    return {
+        "test_hinge": np.stack([store[float(x)]["test_hinge"].reshape(shape) for x in sigmas]),
+        "diverged": np.array(sum(int(store[float(x)]["diverged"].sum()) for x in sigmas)),
+    }
+
+
+def sparsification_runs(
+    cfg: dict, seeds, N: int, alpha_star: float, alpha_hash: float, n_remove: int, noisy, record_every: int = 20
+) -> dict:
+    """Fig 2.5: test hinge loss during training after each token sparsification of :data:`REMOVALS`.
+
+    Every removal (and none) trains on the same samples of each seed; all ``len(REMOVALS) x len(seeds)`` runs
+    share one batched call of :func:`train_vit`.
+
+    Args:
+        cfg: settings (``settings.VIT`` with the figure's ``L``, ``delta``, ``sigma``).
+        seeds: repeats; N: training samples; alpha_star, alpha_hash: token fractions.
+        n_remove: tokens removed per sample; noisy: ``(count, level)`` high-noise tokens per sample.
+        record_every: steps between recorded test losses.
+
+    Returns:
+        dict: ``curve_t`` (K,), ``test_curve`` ``(len(REMOVALS), len(seeds), K)``, ``test_hinge``
+        ``(len(REMOVALS), len(seeds))`` and ``diverged`` (the number of diverged runs).
+    """
+    seeds = np.asarray(seeds, dtype=int)
+    check_int("N", N, minimum=1)
+    kinds = [k for k in REMOVALS for _ in seeds]
+    r = train_vit(
+        np.full(len(kinds), N), np.tile(seeds, len(REMOVALS)), cfg, alpha_star, alpha_hash,
+        remove=kinds, n_remove=n_remove, noisy=noisy, record_every=record_every,
+    )
+    shape = (len(REMOVALS), len(seeds))
+    return {
+        "curve_t": r["curve_t"],
+        "test_curve": r["test_curve"].reshape(shape + (-1,)),
+        "test_hinge": r["test_hinge"].reshape(shape),
+        "diverged": np.array(int(r["diverged"].sum())),
     }
 
 
@@ -208,4 +350,6 @@ def r_squared(x, y) -> float:
     return float(1 - res.var() / max(y.var(), 1e-300))
 
 
-__all__ = ["vit_init", "make_data", "train_vit", "first_step_below", "thm1_bound", "prop1_bound", "r_squared"]
+__all__ = [
+    "REMOVALS", "vit_init", "make_data", "keep_mask", "train_vit", "sigma_map", "sparsification_runs",
+    "first_step_below", "thm1_bound", "prop1_bound", "r_squared"]

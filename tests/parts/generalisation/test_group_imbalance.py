@@ -168,3 +168,15 @@ def test_local_uniqueness_is_a_rate_and_checks_arguments():
     assert gi.local_uniqueness(g, 2, 800, 2, 2, seed=1) == rate
     with pytest.raises(ValueError, match="inits"):
         gi.local_uniqueness(g, 2, 100, 2, 1, seed=1)
+
+
+def test_uniqueness_map_matches_its_cells():
+    means = [[np.ones(3), np.zeros(3)], [2 * np.ones(3), np.zeros(3)]]
+    rates = gi.uniqueness_map([0.5, 0.5], means, [[1.0, 1.0], [1.0, 4.0]], 2, [300, 600], 2, 2, seed=5)
+    assert rates.shape == (2, 2)
+    g = gm.gaussian_mixture([0.5, 0.5], means[1], [1.0, 4.0])
+    assert rates[1, 1] == gi.local_uniqueness(g, 2, 600, 2, 2, seed=5 + 600)
+    with pytest.raises(ValueError, match="covs"):
+        gi.uniqueness_map([0.5, 0.5], means, [[1.0, 1.0]], 2, [300], 2, 2, seed=5)
+    with pytest.raises(ValueError, match="ns"):
+        gi.uniqueness_map([0.5, 0.5], means, [[1.0, 1.0], [1.0, 1.0]], 2, [0], 2, 2, seed=5)

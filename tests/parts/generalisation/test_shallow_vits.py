@@ -103,3 +103,49 @@ def test_assumption_2_3_1_at_init():
     err_k = (torch.einsum("rij,mj->rmi", wk, P) - P).norm(dim=-1)
     assert 0.05 < err_v.mean() < 0.2 and 0.1 < err_k.mean() < 0.4
     assert err_k.max() < 0.5  # delta < 1/2 as the assumption asks
+
+
+def test_key_and_query_masks_remove_tokens():
+    """Masking tokens as keys and as queries gives the output of the shorter sequence without them."""
+    model = ShallowAttention(2, 4, 6, generator=torch.Generator().manual_seed(2))
+    X = torch.randn(2, 3, 5, 4)
+    keep = torch.ones(2, 3, 5, dtype=torch.bool)
+    keep[..., 1] = False
+    keep[..., 3] = False
+    out = model(X, allowed=keep[:, :, None, :], queries=keep)
+    assert torch.allclose(out, model(X[:, :, [0, 2, 4]]), atol=1e-6)
+    assert torch.allclose(model(X, queries=torch.ones(5, dtype=torch.bool)), model(X))
+    with pytest.raises(ValueError, match="queries"):
+        ShallowAttention(2, 4, 6, readout="first")(X, queries=keep)
+
+
+def test_keep_mask_and_noisy_tokens():
+    d = sv.make_data([0], 6, 4, CFG, 0.6, 0.1, noisy=(3, 2.0))
+    clean = sv.make_data([0], 6, 4, CFG, 0.6, 0.1)
+    noise, idx = d["noise"][0], d["idx"][0]
+    assert (noise.sum(1) == 3).all() and (d["noiset"][0].sum(1) == 3).all()
+    assert torch.equal(d["X"][0][~noise], clean["X"][0][~noise]) and torch.equal(idx, clean["idx"][0])
+    assert not clean["noise"].any()
+    for kind, cand in (("random", torch.ones_like(noise)), ("irrelevant", idx >= 2), ("noisy", noise)):
+        keep = sv.keep_mask(idx, noise, kind, 2, rng=0)
+        assert (keep.sum(1) == CFG["L"] - 2).all() and not (~keep & ~cand).any()
+    assert sv.keep_mask(idx, noise, "none", 2).all()
+    with pytest.raises(ValueError, match="kind"):
+        sv.keep_mask(idx, noise, "largest", 2)
+    with pytest.raises(ValueError, match="count"):
+        sv.keep_mask(idx, noise, "noisy", 4)
+    with pytest.raises(ValueError, match="noisy"):
+        sv.make_data([0], 2, 2, CFG, 0.6, 0.1, noisy=(3, -1.0))
+
+
+def test_sparsification_and_sigma_map_shapes():
+    cfg = dict(CFG, steps=4)
+    sp = sv.sparsification_runs(cfg, [0, 1], 6, 0.6, 0.1, 2, (2, 1.0), record_every=2)
+    assert sp["test_curve"].shape == (len(sv.REMOVALS), 2, 3) and sp["test_hinge"].shape == (4, 2)
+    assert np.allclose(sp["test_curve"][..., -1], sp["test_hinge"], atol=1e-6)
+    m = sv.sigma_map(cfg, [0.0, 0.5], [2, 4], [0, 1, 2], 0.5, 0.0)
+    assert m["test_hinge"].shape == (2, 2, 3) and int(m["diverged"]) == 0
+    with pytest.raises(ValueError, match="sigmas"):
+        sv.sigma_map(cfg, [-0.1], [2], [0], 0.5, 0.0)
+    with pytest.raises(ValueError, match="remove"):
+        sv.train_vit([2], [0], cfg, 0.5, 0.0, remove=["none", "random"])
