@@ -126,8 +126,13 @@ def online_sgd_reparam(
     seeds,
     eval_size: int = 2048,
     record_every: int = 10,
+    qk_ratio: float = 1.0,
 ):
     """Online SGD of the true-softmax reparameterised model (Eq. 10, ``p^(1,1) = inf``) on fresh Gaussian batches.
+
+    Every parameter starts at ``sigma_init``, except with ``separate_qk`` and ``qk_ratio != 1``: then
+    ``w_Q(0) = qk_ratio sigma_init`` and ``w_K(0) = sigma_init / qk_ratio`` (an unbalanced start with the same
+    product, for Lemma 5.4's balance ``w_Q^2 - w_K^2``).
 
     All seeds run in parallel (a leading seed dimension). Learning rates: ``lr_4gram`` for (p, g) and ``lr_ih`` for
     the induction head's weights; the two heads' losses are decoupled, so two rates are two time units. The
@@ -146,6 +151,7 @@ def online_sgd_reparam(
     check_int("batch", batch, minimum=1)
     check_positive("lr_4gram", lr_4gram)
     check_positive("lr_ih", lr_ih)
+    check_positive("qk_ratio", qk_ratio)
     seeds = [int(s) for s in seeds]
     if not seeds:
         raise ValueError("seeds must be a non-empty list of integers")
@@ -155,7 +161,11 @@ def online_sgd_reparam(
     Xe = torch.randn(eval_size, L, generator=eval_gen, dtype=torch.float64)
     Ye = mixed_target(Xe, alpha_star, w_star)
     names = ["g", "p", "h"] + (["wq", "wk"] if separate_qk else ["w"])
-    params = {k: torch.full((S,), float(sigma_init), dtype=torch.float64, requires_grad=True) for k in names}
+    start = {"wq": qk_ratio * sigma_init, "wk": sigma_init / qk_ratio}
+    params = {
+        k: torch.full((S,), float(start.get(k, sigma_init)), dtype=torch.float64, requires_grad=True)
+        for k in names
+    }
     lrs = {k: (lr_4gram if k in ("g", "p") else lr_ih) for k in names}
     rec = {k: [] for k in ["step", "loss_g4", "loss_ih"] + names}
 

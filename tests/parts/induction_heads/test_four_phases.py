@@ -171,3 +171,15 @@ def test_sample_flow_and_online_sgd_run_and_learn():
     with pytest.raises(ValueError, match="seeds"):
         sample_flows.online_sgd_reparam(alpha_star=1.0, w_star=0.49, L=20, sigma_init=0.01, steps=2, batch=4,
                                         lr_4gram=1.0, lr_ih=1.0, separate_qk=False, seeds=[])
+
+
+def test_online_sgd_unbalanced_start_keeps_the_product_and_nearly_the_balance():
+    out = sample_flows.online_sgd_reparam(alpha_star=1.0, w_star=0.49, L=20, sigma_init=0.01, steps=30, batch=16,
+                                          lr_4gram=1.0, lr_ih=1.0, separate_qk=True, seeds=[0], eval_size=64,
+                                          record_every=10, qk_ratio=2.0)
+    assert out["wq"][0, 0] == pytest.approx(0.02) and out["wk"][0, 0] == pytest.approx(0.005)
+    bal = out["wq"] ** 2 - out["wk"] ** 2
+    assert np.abs(bal / bal[:, :1] - 1).max() < 1e-3  # second order in the step on the plateau
+    with pytest.raises(ValueError, match="qk_ratio"):
+        sample_flows.online_sgd_reparam(alpha_star=1.0, w_star=0.49, L=20, sigma_init=0.01, steps=2, batch=4,
+                                        lr_4gram=1.0, lr_ih=1.0, separate_qk=True, seeds=[0], qk_ratio=0.0)
