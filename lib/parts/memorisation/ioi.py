@@ -48,13 +48,13 @@ __all__ = [
 def sample_ioi(n_tokens: int, T: int, batch: int, alpha: float, q: int = 0, generator: torch.Generator | None = None):
     """Sample synthetic IOI sequences (thesis App. C.8, steps i-v), vectorised over the batch.
 
-    i. ``y_bar`` and a different ``y_D``, uniform over ``[N] minus {q}`` (the thesis says ``[N]``; ``q`` is left out
-       so that it occurs only where step iii and iv put it);
-    ii. three positions ``i_1 < i_2 < i_3`` among the first ``T - 2``, pairwise at least 2 apart, uniform over such
-       triples (the gaps of a uniform 3-subset of ``T - 4`` slots, widened by one);
-    iii. ``z_{i_k} = q``; one ``k`` at random gets ``z_{i_k+1} = y_bar``, the other two ``y_D``;
-    iv. ``z_T = q`` and ``z_{T+1} = y_bar`` w.p. ``1 - alpha``, ``tau = N`` w.p. ``alpha``;
-    v. every other position uniform over the ``N`` tokens of ``{0..N} minus {q}`` (``tau`` included).
+    - step i: ``y_bar`` and a different ``y_D``, uniform over ``[N] minus {q}`` (the thesis says ``[N]``; ``q`` is
+      left out so that it occurs only where steps iii and iv put it);
+    - step ii: three positions ``i_1 < i_2 < i_3`` among the first ``T - 2``, pairwise at least 2 apart, uniform
+      over such triples (the gaps of a uniform 3-subset of ``T - 4`` slots, widened by one);
+    - step iii: ``z_{i_k} = q``; one ``k`` at random gets ``z_{i_k+1} = y_bar``, the other two ``y_D``;
+    - step iv: ``z_T = q`` and ``z_{T+1} = y_bar`` w.p. ``1 - alpha``, ``tau = N`` w.p. ``alpha``;
+    - step v: every other position uniform over the ``N`` tokens of ``{0..N} minus {q}`` (``tau`` included).
 
     Args:
         n_tokens: ``N`` (>= 3), the vocabulary is ``N + 1``; T: inputs per sequence (>= 7); batch: >= 1.
