@@ -93,3 +93,20 @@ def test_pruning_curve_and_baselines():
                                generator=torch.Generator().manual_seed(0))
     errs = icl.baseline_errors(p["X"], p["z"], 6)
     assert set(errs) == set(icl.BASELINES) and all(0 <= e <= 1 for e in errs.values())
+
+
+def test_baseline_nearest_neighbours_match_scikit_learn_fitted_per_prompt():
+    from sklearn.neighbors import KNeighborsClassifier
+
+    rng = np.random.default_rng(3)
+    for L in (1, 3, 8):
+        X = torch.tensor(rng.standard_normal((60, L + 1, 32)))
+        X[:, :, 30] = torch.tensor(np.sign(rng.standard_normal((60, L + 1))))
+        z = torch.tensor(np.sign(rng.standard_normal(60))).long()
+        fast = icl.baseline_errors(X, z, L, methods=("1-NN", "3-NN"))
+        xs, ys = X[:, 1:, :30].numpy(), np.sign(X[:, 1:, 30].numpy()).astype(int)
+        for name, k in (("1-NN", 1), ("3-NN", min(3, L))):
+            pred = [ys[i, 0] if len(set(ys[i])) == 1
+                    else KNeighborsClassifier(k).fit(xs[i], ys[i]).predict(X[i:i + 1, 0, :30].numpy())[0]
+                    for i in range(60)]
+            assert fast[name] == np.mean(np.array(pred) != z.numpy())
