@@ -14,10 +14,10 @@ of each token set: the node itself, then ``K`` neighbours drawn uniformly with r
 and distance-2 nodes by default, or from any set of distances, redrawn every step) plus a trainable relative PE
 ``b[u(s, n)]`` added to the scores, with ``u`` the shortest-path distance truncated at ``Z-1``. The GCN of
 Thm 3.4.6 is the same network with ``W_K = W_Q = 0`` and ``b = 0`` frozen (uniform averaging). Runs of one call
-share a leading axis; a hand-written SGD loop (as in :mod:`~lib.parts.generalisation.shallow_vits`) keeps each
-run's own graph, labelled set and neighbour draws. :func:`graph_experiment` builds one graph family (core
-distances or SBMs) over parameters and seeds and runs the chapter's trainings on it (PE, ``b = 0``, GCN, core
-neighbourhood only, one distance only).
+share a leading axis and train together with :func:`lib.train.train` (plain SGD on the runs' summed hinge losses;
+its batch function draws each run's nodes from its own graph and labelled set). :func:`graph_experiment` builds
+one graph family (core distances or SBMs) over parameters and seeds and runs the chapter's trainings on it (PE,
+``b = 0``, GCN, core neighbourhood only, one distance only).
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from lib.data.tokens import pattern_bank
 from lib.graphs.generators import binary_sbm_edges
 from lib.models.shallow_attention import ShallowAttention, attention_mass
 from lib.success import check_members
+from lib.train import train
 
 
 def core_graph(
@@ -301,7 +302,11 @@ def train_gt_graphs(
     record_every: int = 10, perm_keys=None, seed: int = 0,
 ) -> dict:
     """Train one graph transformer (3.1) per member ``r`` on ``graphs[rows[r]]`` by node-sampling SGD on the hinge
-    loss (a hand-written loop over the runs' own graphs and draws, as in the vision-transformer chapter).
+    loss, with :func:`lib.train.train` (plain SGD, ``p <- p - eta grad``). The loss is the sum of the members'
+    hinge losses, so each member's parameters get their own member's gradient; the batch function draws every
+    member's query nodes and neighbours from its own graph, labelled set and distances, from one seeded generator
+    (the same draws, in the same order, as the hand-written loop this replaced: results are bit for bit the
+    same). As in :func:`lib.train.train`, a non-finite summed loss stops every member at that step.
 
     Member ``r`` uses the first ``Ls[r]`` nodes of a seeded permutation of its graph's nodes as labelled set
     (permutation key ``perm_keys[rows[r]]``, default the graph's index) and the last ``cfg["n_test"]`` as test
@@ -376,7 +381,6 @@ def train_gt_graphs(
                              init_o_std=cfg["xi"], generator=gen)
     train_b = pe and not gcn
     b = torch.zeros(R, Z, requires_grad=train_b)
-    params = [p for p in model.parameters() if p.requires_grad] + ([b] if train_b else [])
     test_nodes = perm[row][:, n - nt:]
     tg = torch.Generator().manual_seed(99)
     Xt, Pt, Rt = tokens(test_nodes, torch.rand(R, nt, K, generator=tg))
@@ -388,8 +392,6 @@ def train_gt_graphs(
         bias = b[rr, Pb[:, :, None, :]]  # (R, B, 1, L)
         return model(Xb, bias=bias), bias
 
-    rec_t, te, ms, bs = [], [], [], []
-
     def evaluate():
         with torch.no_grad():
             out, bias = forward(Xt, Pt)
@@ -397,30 +399,32 @@ def train_gt_graphs(
             return torch.relu(1 - yt * out).mean(1), (yt * out <= 0).float().mean(1), attention_mass(A, Rt).mean(1)
 
     B = cfg["batch"]
-    for t in range(steps + 1):
-        if t % record_every == 0 or t == steps:
-            lt, _, mt = evaluate()
-            rec_t.append(t)
-            te.append(lt.numpy())
-            ms.append(mt.numpy())
-            bs.append(b.detach().numpy().copy())
-        if t == steps:
-            break
-        pick = (torch.rand(R, B, generator=gen) * Lt[:, None]).long()
+
+    def batch_fn(step, generator):
+        """Each run's ``B`` query nodes from its labelled set, with fresh neighbour draws."""
+        pick = (torch.rand(R, B, generator=generator) * Lt[:, None]).long()
         nodes = perm[row[:, None], pick]
-        Xb, Pb, _ = tokens(nodes, torch.rand(R, B, K, generator=gen))
-        yb = Y[row[:, None], nodes]
+        Xb, Pb, _ = tokens(nodes, torch.rand(R, B, K, generator=generator))
+        return Xb, Pb, Y[row[:, None], nodes]
+
+    def loss_fn(_, batch):
+        """Hinge loss summed over the runs (each run's parameters get their own run's gradient)."""
+        Xb, Pb, yb = batch
         out, _ = forward(Xb, Pb)
-        loss_r = torch.relu(1 - yb * out).mean(1)
-        grads = torch.autograd.grad(loss_r.sum(), params)
-        with torch.no_grad():
-            for p, gr in zip(params, grads):
-                p -= cfg["eta"] * gr
+        return torch.relu(1 - yb * out).mean(1).sum()
+
+    def record(_, step):
+        lt, _, mt = evaluate()
+        return {"test_hinge": lt.numpy(), "mass": mt.numpy(), "b": b.detach().numpy().copy()}
+
+    leaves = dict(p for p in model.named_parameters() if p[1].requires_grad) | ({"b": b} if train_b else {})
+    hist = train(leaves, loss_fn, lr=cfg["eta"], steps=steps, optimizer="sgd", batch_fn=batch_fn, record=record,
+                 record_every=record_every, generator=gen, divergence_factor=None).history
     lt, et, _ = evaluate()
     return {
-        "test_hinge": lt.numpy(), "test_err": et.numpy(), "curve_t": np.array(rec_t),
-        "test_curve": np.stack(te, 1), "mass": np.stack(ms, 1), "b": b.detach().numpy(),
-        "b_curve": np.stack(bs, 1),
+        "test_hinge": lt.numpy(), "test_err": et.numpy(), "curve_t": hist["step"],
+        "test_curve": np.stack(hist["test_hinge"], 1), "mass": np.stack(hist["mass"], 1), "b": b.detach().numpy(),
+        "b_curve": np.stack(hist["b"], 1),
     }
 
 
