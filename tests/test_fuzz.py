@@ -373,6 +373,8 @@ CASES = [
     C(gtr.sbm_graph, "n:count gamma_d:prob c0:nonneg seed:seed", 20, 4.0, 1.0, 0.4),
     C(gtr.karate_graph, ""),
     C(gtr.train_gt_graphs, "steps:count record_every:count", [GT_G0], [0], [4], GT_TINY, steps=2),
+    C(gtr.graph_experiment, "family:option gamma_d:prob eps_S:prob", "core", [1], [0], [4], GT_TINY,
+      runs={"pe": 1}),
     C(group_imbalance.rho, "u:array sigma:array", [0.5, 1.0], 1.0),
     C(group_imbalance.spread_rate, "steps:array spreads:array fit_from:prob", T8, np.exp(-T8)),
     C(group_imbalance.uniqueness_map, "ns:array draws:count inits:count seed:seed", [0.5, 0.5],

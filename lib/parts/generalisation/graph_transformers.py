@@ -14,8 +14,10 @@ of each token set: the node itself, then ``K`` neighbours drawn uniformly with r
 and distance-2 nodes by default, or from any set of distances, redrawn every step) plus a trainable relative PE
 ``b[u(s, n)]`` added to the scores, with ``u`` the shortest-path distance truncated at ``Z-1``. The GCN of
 Thm 3.4.6 is the same network with ``W_K = W_Q = 0`` and ``b = 0`` frozen (uniform averaging). Runs of one call
-share a leading axis; a hand-written SGD loop (as in :mod:`~lib.parts.generalisation.shallow_vits`) keeps each
-run's own graph, labelled set and neighbour draws.
+share a leading axis and train together with :func:`lib.train.train` (plain SGD on the runs' summed hinge losses;
+its batch function draws each run's nodes from its own graph and labelled set). :func:`graph_experiment` builds
+one graph family (core distances or SBMs) over parameters and seeds and runs the chapter's trainings on it (PE,
+``b = 0``, GCN, core neighbourhood only, one distance only).
 """
 
 from __future__ import annotations
@@ -27,11 +29,12 @@ import torch
 from scipy.sparse import csr_array
 from scipy.sparse.csgraph import shortest_path
 
-from lib.config import check_array, check_int, check_positive, check_range, check_seed
+from lib.config import check_array, check_in, check_int, check_positive, check_range, check_seed
 from lib.data.tokens import pattern_bank
 from lib.graphs.generators import binary_sbm_edges
 from lib.models.shallow_attention import ShallowAttention, attention_mass
 from lib.success import check_members
+from lib.train import train
 
 
 def core_graph(
@@ -299,7 +302,11 @@ def train_gt_graphs(
     record_every: int = 10, perm_keys=None, seed: int = 0,
 ) -> dict:
     """Train one graph transformer (3.1) per member ``r`` on ``graphs[rows[r]]`` by node-sampling SGD on the hinge
-    loss (a hand-written loop over the runs' own graphs and draws, as in the vision-transformer chapter).
+    loss, with :func:`lib.train.train` (plain SGD, ``p <- p - eta grad``). The loss is the sum of the members'
+    hinge losses, so each member's parameters get their own member's gradient; the batch function draws every
+    member's query nodes and neighbours from its own graph, labelled set and distances, from one seeded generator
+    (the same draws, in the same order, as the hand-written loop this replaced: results are bit for bit the
+    same). As in :func:`lib.train.train`, a non-finite summed loss stops every member at that step.
 
     Member ``r`` uses the first ``Ls[r]`` nodes of a seeded permutation of its graph's nodes as labelled set
     (permutation key ``perm_keys[rows[r]]``, default the graph's index) and the last ``cfg["n_test"]`` as test
@@ -374,7 +381,6 @@ def train_gt_graphs(
                              init_o_std=cfg["xi"], generator=gen)
     train_b = pe and not gcn
     b = torch.zeros(R, Z, requires_grad=train_b)
-    params = [p for p in model.parameters() if p.requires_grad] + ([b] if train_b else [])
     test_nodes = perm[row][:, n - nt:]
     tg = torch.Generator().manual_seed(99)
     Xt, Pt, Rt = tokens(test_nodes, torch.rand(R, nt, K, generator=tg))
@@ -386,8 +392,6 @@ def train_gt_graphs(
         bias = b[rr, Pb[:, :, None, :]]  # (R, B, 1, L)
         return model(Xb, bias=bias), bias
 
-    rec_t, te, ms, bs = [], [], [], []
-
     def evaluate():
         with torch.no_grad():
             out, bias = forward(Xt, Pt)
@@ -395,31 +399,141 @@ def train_gt_graphs(
             return torch.relu(1 - yt * out).mean(1), (yt * out <= 0).float().mean(1), attention_mass(A, Rt).mean(1)
 
     B = cfg["batch"]
-    for t in range(steps + 1):
-        if t % record_every == 0 or t == steps:
-            lt, _, mt = evaluate()
-            rec_t.append(t)
-            te.append(lt.numpy())
-            ms.append(mt.numpy())
-            bs.append(b.detach().numpy().copy())
-        if t == steps:
-            break
-        pick = (torch.rand(R, B, generator=gen) * Lt[:, None]).long()
+
+    def batch_fn(step, generator):
+        """Each run's ``B`` query nodes from its labelled set, with fresh neighbour draws."""
+        pick = (torch.rand(R, B, generator=generator) * Lt[:, None]).long()
         nodes = perm[row[:, None], pick]
-        Xb, Pb, _ = tokens(nodes, torch.rand(R, B, K, generator=gen))
-        yb = Y[row[:, None], nodes]
+        Xb, Pb, _ = tokens(nodes, torch.rand(R, B, K, generator=generator))
+        return Xb, Pb, Y[row[:, None], nodes]
+
+    def loss_fn(_, batch):
+        """Hinge loss summed over the runs (each run's parameters get their own run's gradient)."""
+        Xb, Pb, yb = batch
         out, _ = forward(Xb, Pb)
-        loss_r = torch.relu(1 - yb * out).mean(1)
-        grads = torch.autograd.grad(loss_r.sum(), params)
-        with torch.no_grad():
-            for p, gr in zip(params, grads):
-                p -= cfg["eta"] * gr
+        return torch.relu(1 - yb * out).mean(1).sum()
+
+    def record(_, step):
+        lt, _, mt = evaluate()
+        return {"test_hinge": lt.numpy(), "mass": mt.numpy(), "b": b.detach().numpy().copy()}
+
+    leaves = dict(p for p in model.named_parameters() if p[1].requires_grad) | ({"b": b} if train_b else {})
+    hist = train(leaves, loss_fn, lr=cfg["eta"], steps=steps, optimizer="sgd", batch_fn=batch_fn, record=record,
+                 record_every=record_every, generator=gen, divergence_factor=None).history
     lt, et, _ = evaluate()
     return {
-        "test_hinge": lt.numpy(), "test_err": et.numpy(), "curve_t": np.array(rec_t),
-        "test_curve": np.stack(te, 1), "mass": np.stack(ms, 1), "b": b.detach().numpy(),
-        "b_curve": np.stack(bs, 1),
+        "test_hinge": lt.numpy(), "test_err": et.numpy(), "curve_t": hist["step"],
+        "test_curve": np.stack(hist["test_hinge"], 1), "mass": np.stack(hist["mass"], 1), "b": b.detach().numpy(),
+        "b_curve": np.stack(hist["b"], 1),
     }
+
+
+#: The trainings :func:`graph_experiment` can run on each graph (see there).
+GT_TRAININGS = ("pe", "nope", "gcn", "core", "zonly")
+
+
+def graph_experiment(
+    family: str, params, seeds, Ls, cfg: dict, *, runs: dict, gamma_d: float = 0.4, eps_S: float = 0.05,
+) -> dict:
+    """The chapter's graph-family experiments: one graph per ``(params[i], seeds[j])``, its winning margins at
+    distances ``z = 1 .. Z-1`` (``Z = cfg["Z"]``), and the trainings named in ``runs``, each one call of
+    :func:`train_gt_graphs` batched over every graph.
+
+    Graph families: ``"core"`` is :func:`core_graph` with ``cfg["n"]`` nodes, ``gamma_d``, ``eps_S`` and degree
+    ``cfg["degree"]``, one core distance ``z_m`` per entry of ``params``; ``"sbm"`` is :func:`sbm_graph` with
+    ``cfg["n"]`` nodes and ``gamma_d``, one ``(a, b)`` pair per entry of ``params`` (``eps_S`` unused).
+
+    Trainings (``runs`` maps each to the seed of its SGD draws and initialisation):
+
+    * ``"pe"``: trainable PE, neighbours drawn from distances ``1 .. Z-1``, one member per ``|L|`` in ``Ls``;
+    * ``"nope"``: the same with ``b = 0`` frozen;
+    * ``"gcn"``: the GCN (``W_K = W_Q = 0``, ``b = 0``) on the same draws;
+    * ``"core"`` (family ``"core"`` only): ``b = 0``, neighbours drawn from the graph's core distance ``z_m``;
+    * ``"zonly"``: trainable PE, neighbours drawn from one distance ``z`` only, one member per ``z = 1 .. Z-1``,
+      all at ``|L| = Ls[-1]`` (Fig 3.8's distance-``z``-only networks).
+
+    Args:
+        family: ``"core"`` or ``"sbm"``.
+        params: core distances (integers >= 1) or ``(a, b)`` pairs of positive edge rates.
+        seeds: graph seeds (the graph of ``(params[i], seeds[j])`` uses seed ``seeds[j]``).
+        Ls: labelled-set sizes.
+        cfg: sizes and optimiser of :func:`train_gt_graphs`, with ``n``, ``degree``, ``M``, ``d`` and ``c0``.
+        runs: training name (one of :data:`GT_TRAININGS`) -> seed.
+        gamma_d, eps_S: fraction of discriminative nodes and confusion fraction of the graphs.
+
+    Returns:
+        dict of numpy arrays, ``P = len(params)``, ``S = len(seeds)``: ``margins`` and ``norm`` (P, S, Z-1), the
+        average winning margin of Eq. 3.6 and Fig B.5's normalised one; for each training ``v`` in ``runs``,
+        ``v_hinge`` and ``v_err`` (final test hinge loss and test error) and ``v_b`` (final PE, last axis Z) of
+        shape (P, S, len(Ls)) (``zonly``: (P, S, Z-1)).
+    """
+    check_in("family", family, ("core", "sbm"))
+    params = list(params) if isinstance(params, (list, tuple, np.ndarray)) else None
+    if not params:
+        raise ValueError("params must be a non-empty list of core distances or (a, b) pairs")
+    if family == "core":
+        for z in params:
+            check_int("params", z, minimum=1)
+    else:
+        for ab in params:
+            if np.ndim(ab) != 1 or len(ab) != 2:
+                raise ValueError(f"params must hold (a, b) pairs for family 'sbm', got {ab!r}")
+            for v in ab:
+                check_positive("params", v)
+    seeds = [seeds] if isinstance(seeds, (int, np.integer)) else list(seeds)
+    if not seeds:
+        raise ValueError("seeds must be a non-empty list of integer seeds")
+    for s in seeds:
+        check_seed("seeds", s)
+    Ls = list(Ls) if isinstance(Ls, (list, tuple, np.ndarray)) else None
+    if not Ls:
+        raise ValueError("Ls must be a non-empty list of labelled-set sizes")
+    for L in Ls:
+        check_int("Ls", L, minimum=1)
+    if not isinstance(cfg, dict):
+        raise ValueError(f"cfg must be a dict, got {type(cfg).__name__}")
+    check_int("Z", cfg.get("Z"), minimum=2)
+    if not isinstance(runs, dict) or not runs:
+        raise ValueError(f"runs must be a non-empty dict of training name -> seed, got {runs!r}")
+    for v, sd in runs.items():
+        check_in("runs", v, GT_TRAININGS)
+        check_seed("runs", sd)
+    if "core" in runs and family != "core":
+        raise ValueError("runs: the 'core' training needs family 'core' (an SBM has no core distance)")
+    check_range("gamma_d", gamma_d, 0.0, 1.0, lo_open=True, hi_open=True)
+    check_range("eps_S", eps_S, 0.0, 0.5, hi_open=True)
+    if family == "core":
+        graphs = [core_graph(cfg["n"], gamma_d, eps_S, cfg["degree"], M=cfg["M"], d=cfg["d"], c0=cfg["c0"],
+                             seed=int(s), core_distance=int(z)) for z in params for s in seeds]
+    else:
+        graphs = [sbm_graph(cfg["n"], float(a), float(b), gamma_d, M=cfg["M"], d=cfg["d"], c0=cfg["c0"],
+                            seed=int(s)) for a, b in params for s in seeds]
+    near = tuple(range(1, cfg["Z"]))
+    shape = (len(params), len(seeds))
+    out = {
+        "margins": np.array([[winning_margin(G["spd"], G["pattern"], G["y"], z).mean() for z in near]
+                             for G in graphs]).reshape(*shape, len(near)),
+        "norm": np.reshape([normalised_margin(G["spd"], G["pattern"], G["y"], near) for G in graphs],
+                           (*shape, len(near))),
+    }
+    rows = np.repeat(np.arange(len(graphs)), len(Ls))
+    sizes = np.tile(Ls, len(graphs))
+    for v, sd in runs.items():
+        if v == "zonly":
+            rz = np.repeat(np.arange(len(graphs)), len(near))
+            r = train_gt_graphs(graphs, rz, [Ls[-1]] * rz.size, cfg, distances=[(z,) for _ in graphs for z in near],
+                                seed=sd)
+            per = len(near)
+        else:
+            dist = near
+            if v == "core":
+                dist = [(int(z),) for z in np.repeat(np.repeat(params, len(seeds)), len(Ls))]
+            r = train_gt_graphs(graphs, rows, sizes, cfg, distances=dist, pe=v == "pe", gcn=v == "gcn", seed=sd)
+            per = len(Ls)
+        out[f"{v}_hinge"] = r["test_hinge"].reshape(*shape, per)
+        out[f"{v}_err"] = r["test_err"].reshape(*shape, per)
+        out[f"{v}_b"] = r["b"].reshape(*shape, per, -1)
+    return out
 
 
 def loglog_exponent(x, y) -> float:

@@ -137,3 +137,54 @@ def test_karate_factions_are_homophilous():
     assert K["A"].shape == (34, 34) and (K["y"] > 0).sum() == 17
     nm = gt.normalised_margin(K["spd"], K["pattern"], K["y"], [1, 2, 3])
     assert (np.diff(nm) < 0).all() and nm[0] > 0
+
+
+def test_graph_experiment_on_core_graphs_matches_its_parts():
+    torch.set_num_threads(1)
+    cfg = dict(TINY, Z=4, steps=3)
+    r = gt.graph_experiment("core", (1, 2), (0, 1), (20, 40), cfg, runs={"pe": 11, "core": 12})
+    assert r["margins"].shape == r["norm"].shape == (2, 2, 3)
+    assert r["pe_hinge"].shape == r["core_err"].shape == (2, 2, 2) and r["pe_b"].shape == (2, 2, 2, 4)
+    assert (r["core_b"] == 0).all()
+    graphs = [gt.core_graph(80, 0.4, 0.05, 10, seed=s, core_distance=z) for z in (1, 2) for s in (0, 1)]
+    G = graphs[3]  # z_m = 2, seed 1
+    assert np.allclose(r["margins"][1, 1], [gt.winning_margin(G["spd"], G["pattern"], G["y"], z).mean()
+                                            for z in (1, 2, 3)])
+    assert np.allclose(r["norm"][1, 1], gt.normalised_margin(G["spd"], G["pattern"], G["y"], (1, 2, 3)))
+    rows, sizes = np.repeat(np.arange(4), 2), np.tile([20, 40], 4)
+    direct = gt.train_gt_graphs(graphs, rows, sizes, cfg, distances=(1, 2, 3), seed=11)
+    assert np.array_equal(r["pe_hinge"].ravel(), direct["test_hinge"])
+    core = gt.train_gt_graphs(graphs, rows, sizes, cfg, distances=[(1,)] * 4 + [(2,)] * 4, pe=False, seed=12)
+    assert np.array_equal(r["core_err"].ravel(), core["test_err"])
+
+
+def test_graph_experiment_on_sbms_trains_every_variant():
+    torch.set_num_threads(1)
+    cfg = dict(TINY, Z=3, steps=3)
+    r = gt.graph_experiment("sbm", [(12.0, 2.0)], [0], (20, 40), cfg, runs={"nope": 1, "gcn": 2, "zonly": 3})
+    assert r["nope_err"].shape == r["gcn_hinge"].shape == (1, 1, 2)
+    assert r["zonly_err"].shape == (1, 1, 2) and r["zonly_b"].shape == (1, 1, 2, 3)
+    assert (r["nope_b"] == 0).all() and (r["gcn_b"] == 0).all() and "pe_err" not in r
+    assert ((0 <= r["gcn_err"]) & (r["gcn_err"] <= 1)).all()
+
+
+def test_graph_experiment_rejects_bad_arguments():
+    cfg = dict(TINY, Z=3, steps=2)
+    with pytest.raises(ValueError, match="family"):
+        gt.graph_experiment("tree", (1,), (0,), (20,), cfg, runs={"pe": 1})
+    with pytest.raises(ValueError, match="runs"):
+        gt.graph_experiment("sbm", [(12.0, 2.0)], (0,), (20,), cfg, runs={"core": 1})
+    with pytest.raises(ValueError, match="runs"):
+        gt.graph_experiment("core", (1,), (0,), (20,), cfg, runs={"attention": 1})
+    with pytest.raises(ValueError, match="runs"):
+        gt.graph_experiment("core", (1,), (0,), (20,), cfg, runs={})
+    with pytest.raises(ValueError, match="params"):
+        gt.graph_experiment("sbm", [12.0], (0,), (20,), cfg, runs={"pe": 1})
+    with pytest.raises(ValueError, match="params"):
+        gt.graph_experiment("core", (0,), (0,), (20,), cfg, runs={"pe": 1})
+    with pytest.raises(ValueError, match="seeds"):
+        gt.graph_experiment("core", (1,), (-1,), (20,), cfg, runs={"pe": 1})
+    with pytest.raises(ValueError, match="Ls"):
+        gt.graph_experiment("core", (1,), (0,), (), cfg, runs={"pe": 1})
+    with pytest.raises(ValueError, match="Z"):
+        gt.graph_experiment("core", (1,), (0,), (20,), dict(cfg, Z=1), runs={"pe": 1})
