@@ -296,6 +296,10 @@ CASES = [
       3, 3, 0.1, 2),
     C(deep_models.default_record_steps, "steps:count n_log:count n_lin:count", 100),
     C(deep_models.plateau_slope_theory, "a:array i:count", [1.0, 0.5]),
+    C(deep_models.deep_linear_sgd_run,
+      "n_seeds:count lr:pos steps:count batch_size:count n_per_cluster:count seed:seed",
+      MU2, SIG2, 2, 2, 2, n_seeds=1, lr=0.1, steps=2, batch_size=2, n_per_cluster=2),
+    C(deep_models.bump_windows, "prominence:pos", [1.0, 2.0, 1.0], 0.1),
     C(jacobian_lemmas.lemma_setting, "a:array n_seeds:count seed:seed K:pos kappa:pos r:pos delta:pos",
       [1.0, 4.0], 2),
     C(linear_gd.init_deep_linear, "d_in:count d_out:count depth:count K:count init_scale:nonneg bias:bool "

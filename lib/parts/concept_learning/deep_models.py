@@ -19,7 +19,9 @@ Contents:
 * Fig. 5 stage sequence: :func:`stage_sequence`; Fig. 10 plateau: :func:`plateau_stats`;
 * assumptions D.1-D.5: :func:`check_assumptions`, :func:`assumptions_satisfiable`;
 * deep linear networks on the population loss (Fig. 2(c), 3, 13, 14): :func:`deep_linear_population_run`, on
-  :mod:`lib.parts.concept_learning.linear_gd`, which also holds the batched MLP SGD on samples (Fig. 7, 11, 12).
+  :mod:`lib.parts.concept_learning.linear_gd`, which also holds the batched MLP SGD on samples (Fig. 7, 11, 12);
+  the same networks under SGD on sampled data with a held-out ID sample (Sec. 3.3, App. F.1):
+  :func:`deep_linear_sgd_run`, and the rising stretches of their OOD bumps: :func:`bump_windows`.
 """
 
 from __future__ import annotations
@@ -32,9 +34,12 @@ import numpy as np
 
 from lib.config import check_bool, check_int, check_positive, check_seed, check_shape
 from lib.curves import hitting_time, peak_positions
-from lib.parts.concept_learning.linear_gd import init_deep_linear, population_gd_deep_linear
-from lib.parts.concept_learning.sim_data import _vec, ood_point, population_moments
+from lib.parts.concept_learning.linear_gd import init_deep_linear, population_gd_deep_linear, sgd_mlp_batched
+from lib.parts.concept_learning.sim_data import _vec, ood_point, population_moments, sim_gaussian_mixture_batch
 from lib.stats import frequency
+
+#: the held-out sample of run ``k`` of :func:`deep_linear_sgd_run` is drawn with data seed ``seed + k`` plus this
+HELDOUT_SEED_OFFSET = 1_000
 
 
 def entry_groups(s: int, d: int) -> dict:
@@ -426,3 +431,63 @@ def deep_linear_population_run(mu, sigma, d: int, depth: int, width: int, *, n_s
     out = res["outputs"][:, :, 0].transpose(1, 0, 2)
     return dict(steps=res["step"], output=out, ood_loss=0.5 * np.sum((out - xh) ** 2, axis=-1),
                 train_loss=res["loss"].T, diverged=res["diverged"])
+
+
+def deep_linear_sgd_run(mu, sigma, d: int, depth: int, width: int, *, n_seeds: int, lr: float, steps: int,
+                        batch_size: int = 128, n_per_cluster: int = 5000, seed: int = 0) -> dict:
+    """Sec. 3.3 / App. F.1 under SGD: the networks of :func:`deep_linear_population_run` (bias-free, PyTorch-default
+    initialisation, model ``k`` from seed ``seed + k``) trained by minibatch SGD on *sampled* unrotated SIM data.
+
+    Run ``k`` trains on its own training set (``n_per_cluster`` points per cluster, data seed ``seed + k``) and is
+    evaluated on a held-out set drawn from the same clusters (data seed ``seed + k + HELDOUT_SEED_OFFSET``). The
+    recorded outputs at the basis vectors give the end-to-end map ``W`` of each linear network, so the loss on a
+    whole sample ``X`` is exact: ``1/2 tr[(W - I) S (W - I)^T]`` with ``S = X^T X / N``; the OOD loss is
+    ``1/2 ||W x_hat - x_hat||^2``. Recorded at :func:`default_record_steps`.
+
+    Returns ``steps`` (R,), ``output`` (R, n_seeds, d) at the OOD point, ``ood_loss``, ``train_loss`` (on the whole
+    training sample) and ``heldout_loss`` (R, n_seeds), ``diverged`` (n_seeds,).
+    """
+    check_int("n_seeds", n_seeds, minimum=1)
+    check_int("n_per_cluster", n_per_cluster, minimum=1)
+    check_seed("seed", seed)
+    seeds = [int(seed) + k for k in range(n_seeds)]
+    train = sim_gaussian_mixture_batch(mu, sigma, d, n_per_cluster, seeds=seeds)["X"]
+    held = sim_gaussian_mixture_batch(mu, sigma, d, n_per_cluster,
+                                      seeds=[s + HELDOUT_SEED_OFFSET for s in seeds])["X"]
+    ws, _ = init_deep_linear(d, d, depth, width, K=n_seeds, seed=seed)
+    res = sgd_mlp_batched(train, weights=ws, lr=lr, steps=steps, batch_size=batch_size, x_eval=np.eye(d),
+                          record_every=default_record_steps(steps), seed=seed)
+    # outputs (K, R, d, d): row j is W e_j, so W = outputs^T
+    R = np.swapaxes(res["outputs"], -1, -2) - np.eye(d)
+
+    def sample_loss(X):
+        S = np.einsum("kni,knj->kij", X, X) / X.shape[1]
+        return 0.5 * np.einsum("krij,kjl,kril->kr", R, S, R).T
+
+    xh = ood_point(mu, d)
+    out = (R @ xh + xh).transpose(1, 0, 2)
+    return dict(steps=res["step"], output=out, ood_loss=0.5 * np.sum((out - xh) ** 2, axis=-1),
+                train_loss=sample_loss(train), heldout_loss=sample_loss(held), diverged=np.asarray(res["diverged"]))
+
+
+def bump_windows(curve, prominence: float) -> list[list[tuple[int, int]]]:
+    """The rising stretches of each curve's bumps: for every peak of prominence ``>= prominence``
+    (:func:`lib.curves.peak_positions`), the pair ``(trough, peak)`` of indices, where ``trough`` is the minimum of
+    the curve between the previous peak (or the start) and this peak.
+
+    Args:
+        curve: shape ``(T,)`` or ``(B, T)`` (e.g. the OOD loss per seed); prominence: as for ``peak_positions``.
+
+    Returns:
+        one list of ``(trough, peak)`` pairs per curve (empty for a curve without a bump).
+    """
+    c = np.asarray(curve, dtype=float)
+    curves = c[None] if c.ndim == 1 else c
+    out = []
+    for row, peaks in zip(curves, peak_positions(c, prominence)):
+        wins, start = [], 0
+        for p in peaks:
+            wins.append((start + int(np.argmin(row[start : p + 1])), int(p)))
+            start = int(p)
+        out.append(wins)
+    return out

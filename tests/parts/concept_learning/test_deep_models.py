@@ -379,3 +379,46 @@ def test_deep_linear_population_run_records_every_seed():
     R = len(r["steps"])
     assert r["output"].shape == (R, 2, 3) and r["ood_loss"].shape == r["train_loss"].shape == (R, 2)
     assert not r["diverged"].any() and (r["train_loss"][-1] < r["train_loss"][0]).all()
+
+
+def test_deep_linear_sgd_run_sample_losses_are_exact():
+    r = deep_models.deep_linear_sgd_run([1.0, 2.0], [0.1, 0.1], 2, 3, 4, n_seeds=2, lr=0.1, steps=30, batch_size=16,
+                                        n_per_cluster=20, seed=3)
+    R = len(r["steps"])
+    assert r["output"].shape == (R, 2, 2)
+    assert r["ood_loss"].shape == r["train_loss"].shape == r["heldout_loss"].shape == (R, 2)
+    assert not r["diverged"].any() and (r["train_loss"][-1] < r["train_loss"][0]).all()
+    # the losses at step 0 are those of the initial end-to-end map on the two samples of run 1 (seed 4)
+    ws, _ = linear_gd.init_deep_linear(2, 2, 3, 4, K=2, seed=3)
+    W = linear_gd.end_to_end([w[1:2] for w in ws])[0][0].numpy()
+    for key, data_seed in (("train_loss", 4), ("heldout_loss", 4 + deep_models.HELDOUT_SEED_OFFSET)):
+        X = sim_data.sim_gaussian_mixture([1.0, 2.0], [0.1, 0.1], 2, 20, seed=data_seed).X
+        expect = 0.5 * np.mean(np.sum((X @ W.T - X) ** 2, axis=1))
+        assert r[key][0, 1] == pytest.approx(expect, rel=1e-10)
+    xh = sim_data.ood_point([1.0, 2.0], 2)
+    assert r["ood_loss"][0, 1] == pytest.approx(0.5 * np.sum((W @ xh - xh) ** 2), rel=1e-10)
+    # the held-out sample is a different draw
+    assert not np.allclose(r["train_loss"], r["heldout_loss"])
+
+
+def test_deep_linear_sgd_run_rejects_bad_arguments():
+    with pytest.raises(ValueError, match="n_seeds"):
+        deep_models.deep_linear_sgd_run([1.0, 2.0], [0.1, 0.1], 2, 2, 2, n_seeds=0, lr=0.1, steps=1)
+    with pytest.raises(ValueError, match="batch_size"):
+        deep_models.deep_linear_sgd_run([1.0, 2.0], [0.1, 0.1], 2, 2, 2, n_seeds=1, lr=0.1, steps=1, batch_size=99,
+                                        n_per_cluster=10)
+
+
+def test_bump_windows_trough_to_peak():
+    t = np.linspace(0, 10, 1001)
+    double = np.exp(-t) + 0.3 * np.exp(-((t - 5) ** 2))
+    (wins,) = deep_models.bump_windows(double, 1e-2)
+    assert len(wins) == 1
+    trough, peak = wins[0]
+    assert trough == int(np.argmin(double[: peak + 1])) and 3 < t[trough] < 5 and abs(t[peak] - 5) < 0.1
+    # two bumps: the second window starts after the first peak; a monotone curve has none
+    triple = double + 0.2 * np.exp(-((t - 8) ** 2))
+    w2 = deep_models.bump_windows(np.stack([np.exp(-t), triple]), 1e-2)
+    assert w2[0] == [] and len(w2[1]) == 2 and w2[1][1][0] > w2[1][0][1]
+    with pytest.raises(ValueError, match="prominence"):
+        deep_models.bump_windows(double, 0.0)
