@@ -115,6 +115,33 @@ def detour(traj, target) -> np.ndarray:
     return distance_rebound(np.linalg.norm(traj - target, axis=-1))
 
 
+def path_bend(paths, target, *, side: float = 1.0, window: int = 3) -> np.ndarray:
+    """How far 2-D paths bend away from the straight line from their start to ``target``.
+
+    ``paths`` (..., P, 2): points along each path (e.g. a model's output in a concept plane at P checkpoints);
+    ``target`` (2,). The signed offset of point p from the line through the start p_0 along u = (target - p_0) /
+    ||target - p_0|| is ``u_y (p - p_0)_x - u_x (p - p_0)_y`` (positive to the right of the direction of travel);
+    it is multiplied by ``side`` (+1 or -1: which side counts), smoothed by a trailing ``window``-point
+    :func:`running_median` and its largest value returned, shape (...). A straight path gives 0.
+    """
+    pts = check_array("paths", paths)
+    tgt = check_array("target", target)
+    if pts.ndim < 2 or pts.shape[-1] != 2 or pts.shape[-2] < 1:
+        raise ValueError(f"paths must have shape (..., P >= 1, 2), got {pts.shape}")
+    if tgt.shape != (2,):
+        raise ValueError(f"target must have shape (2,), got {tgt.shape}")
+    if side not in (1, -1, 1.0, -1.0):
+        raise ValueError(f"side must be +1 or -1, got {side!r}")
+    u = tgt - pts[..., 0, :]
+    norm = np.linalg.norm(u, axis=-1, keepdims=True)
+    if np.any(norm == 0):
+        raise ValueError("paths must not start at target (the line to it is undefined)")
+    u = u / norm
+    v = pts - pts[..., :1, :]
+    off = side * (u[..., None, 1] * v[..., 0] - u[..., None, 0] * v[..., 1])
+    return running_median(off, window).max(axis=-1)
+
+
 def hitting_time(t, y, threshold: float, *, direction: str = "down", after: float | None = None,
                  interpolate: bool = True, window: int = 1, never: float = float("nan")):
     """First time the sampled curve ``y(t)`` reaches ``threshold``: the book's one crossing function.

@@ -1,9 +1,10 @@
-"""Frequencies with Wilson intervals, and counts of order violations.
+"""Frequencies with Wilson intervals, counts of order violations and a paired bootstrap over samples.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -83,3 +84,26 @@ def order_violations(V, values, *, tol: float = 0.0, exclude=None) -> tuple[int,
     iu, iv = np.nonzero(le)
     bad = vals[..., iu] > vals[..., iv] + tol
     return (bad.sum(-1) if bad.ndim > 1 else int(bad.sum())), int(iu.size)
+
+
+def bootstrap_paired_mean(samples, statistic: Callable[[np.ndarray], np.ndarray], *, n_boot: int = 500,
+                          seed: int = 0) -> tuple[float, float]:
+    """A statistic of the mean path over paired samples, and its bootstrap standard error.
+
+    ``samples`` (P, n, ...): n samples observed at each of P points, paired across points (sample i at every
+    point comes from the same source, e.g. the same starting noise of a generative model at every checkpoint).
+    ``statistic`` maps mean paths (..., P, ...) to values (...). Returns ``(statistic of the mean over the n
+    samples, standard deviation (ddof 1) of the statistic over n_boot resamplings of the n samples with
+    replacement)``; a resampling draws the same samples at every point, which keeps the pairing.
+    """
+    s = check_array("samples", samples)
+    if s.ndim < 2 or s.shape[0] < 1 or s.shape[1] < 2:
+        raise ValueError(f"samples must have shape (P >= 1, n >= 2, ...), got {s.shape}")
+    if not callable(statistic):
+        raise ValueError("statistic must be callable")
+    check_int("n_boot", n_boot, minimum=2)
+    check_int("seed", seed, minimum=0)
+    observed = float(statistic(s.mean(axis=1)))
+    idx = np.random.default_rng(seed).integers(0, s.shape[1], size=(n_boot, s.shape[1]))
+    boot = np.asarray(statistic(np.moveaxis(s[:, idx].mean(axis=2), 1, 0)))  # (n_boot, P, ...) -> (n_boot,)
+    return observed, float(np.std(boot, ddof=1))

@@ -98,3 +98,25 @@ def test_decay_law_tells_exponential_from_power():
     for bad in (dict(t=t, y=-t), dict(t=t[:2], y=t[:2]), dict(t=np.ones(5), y=np.ones(5))):
         with pytest.raises(ValueError):
             decay_law(**bad)
+
+
+def test_path_bend_measures_the_offset_from_the_start_target_line():
+    from lib.curves import path_bend
+
+    straight = np.stack([np.linspace(0.0, 1.0, 6)] * 2, axis=-1)  # along the diagonal to (1, 1)
+    assert abs(float(path_bend(straight, [1.0, 1.0]))) < 1e-12
+    # a detour along the bottom edge: right of the direction of travel, offset 1/sqrt(2) at (1, 0)
+    bottom = np.array([[0.0, 0.0], [0.5, 0.0], [1.0, 0.0], [1.0, 0.0], [1.0, 0.0], [1.0, 1.0]])
+    np.testing.assert_allclose(path_bend(bottom, [1.0, 1.0], window=1), np.sqrt(0.5))
+    assert float(path_bend(bottom, [1.0, 1.0], side=-1, window=1)) <= 0.0
+    both = path_bend(np.stack([bottom, bottom[:, ::-1]]), [1.0, 1.0], window=1)  # mirror path: the other side
+    np.testing.assert_allclose(both, [np.sqrt(0.5), 0.0], atol=1e-12)
+    # the running median removes a one-checkpoint spike
+    spike = straight.copy()
+    spike[3] = [1.0, 0.0]
+    assert float(path_bend(spike, [1.0, 1.0], window=3)) < 1e-12
+    for kw, name in ((dict(target=[1.0]), "target"), (dict(side=0.5), "side"), (dict(paths=np.zeros((4, 3))), "paths")):
+        with pytest.raises(ValueError, match=name):
+            path_bend(**(dict(paths=straight, target=[1.0, 1.0]) | kw))
+    with pytest.raises(ValueError, match="target"):
+        path_bend(straight, [0.0, 0.0])

@@ -33,6 +33,7 @@ from torch.func import functional_call, stack_module_state
 
 from lib.config import check_array, check_finite, check_int, check_positive, check_range, check_shape
 from lib.curves import distance_rebound, hitting_time, running_median
+from lib.stats import bootstrap_paired_mean
 from lib.train import train_stacked
 
 
@@ -417,7 +418,4 @@ def mse_rebound_bootstrap(concepts, *, n_boot: int = 500, window: int = 3, seed:
     def bump(points):  # points (..., P, 2) -> (...)
         return distance_rebound(running_median(concept_mse(points), window=window))
 
-    observed = float(bump(c.mean(axis=1)))
-    idx = np.random.default_rng(seed).integers(0, c.shape[1], size=(n_boot, c.shape[1]))
-    boot = bump(c[:, idx].mean(axis=2).transpose(1, 0, 2))  # (n_boot, P, 2) -> (n_boot,)
-    return observed, float(np.std(boot, ddof=1))
+    return bootstrap_paired_mean(c, bump, n_boot=n_boot, seed=seed)
