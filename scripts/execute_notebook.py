@@ -89,8 +89,10 @@ def main() -> int:
         payload = json.loads(f.read_text())
         print(f"\nClaims of {payload['chapter']} ({len(payload['claims'])}):")
         for c in payload["claims"]:
-            flag = "  " if c["status"] == c["expect"] else "!!"
-            ok &= c["status"] == c["expect"]
+            # a claim decided only in full mode is "checked in full mode" in a quick run, as the book's checks allow
+            as_expected = c["status"] in (c["expect"], "checked in full mode")
+            flag = "  " if as_expected else "!!"
+            ok &= as_expected
             print(f" {flag} [{c['status']}] (expects {c['expect']}) {c['source']}: {c['statement']}")
             print(f"      expected {c['expected']} | measured {c['measured']} | tol {c['tolerance']}")
     bad = widget_outputs_without_static(nb)
