@@ -35,6 +35,7 @@ from lib.parts.concept_learning import (
 from lib.parts.edge_of_stability import balancing, beyond_low_dimension, matrix_factorisation, one_dimensional
 from lib.parts.generalisation import chain_of_thought, gcn_sampling, group_imbalance, settings, shallow_vits
 from lib.parts.generalisation import graph_transformers as gtr
+from lib.parts.generalisation import group_images as gim
 from lib.parts.generalisation import in_context_learning as icl
 from lib.parts.graph_networks import communities, rooted_graphs, telling_graphs_apart, walk_counting
 from lib.parts.induction_heads import construction, convergence, four_phases, sample_flows, trained_transformers
@@ -387,6 +388,12 @@ CASES = [
     C(group_imbalance.uniqueness_map, "ns:array draws:count inits:count seed:seed", [0.5, 0.5],
       [[np.ones(2), -np.ones(2)]], [[1.0, 1.0]], 1, [40], 1, 2, 0),
     C(group_imbalance.permutation_error, "W:array W_star:array", np.eye(2), np.eye(2)[::-1]),
+    C(gim.digit_groups, "n_test:count split_seed:seed", 50, 0),
+    C(gim.to_group, "X:array group:option contrast:prob", np.full((3, 4), 0.5), 1),
+    C(gim.covariance_norm, "X:array", np.stack([T8, Y8], 1)),
+    C(gim.interior_peak, "acc:array z:pos", np.array([[0.8, 0.81], [0.9, 0.92], [0.85, 0.84]])),
+    C(gim.slope_interval, "x:array acc:array n_boot:count level:prob seed:seed", [0.1, 0.3],
+      np.array([[0.8, 0.81], [0.9, 0.92]]), 50),
     C(gcn_sampling.label_masks, "n:count sizes:array seeds:array generator_seed:seed", 10, [2, 4], [0, 1]),
     C(chain_of_thought.transition_stats, "A:array steps:array", [np.eye(3) * 0.7 + 0.1], [np.arange(3)]),
     C(chain_of_thought.hand_built_weight, "d:count n_steps:count pattern_gain:pos step_gain:pos", 6, 2),

@@ -10,6 +10,7 @@ chapter                                                         modules
 ``notebooks/generalisation/01_shallow_vits.md``                 :mod:`~lib.parts.generalisation.shallow_vits`
 ``notebooks/generalisation/02_graph_transformers.md``           :mod:`~lib.parts.generalisation.graph_transformers`
 ``notebooks/generalisation/03_group_imbalance.md``              :mod:`~lib.parts.generalisation.group_imbalance`
+                                                                :mod:`~lib.parts.generalisation.group_images`
 ``notebooks/generalisation/04_gcn_sampling.md``                 :mod:`~lib.parts.generalisation.gcn_sampling`
 ``notebooks/generalisation/05_in_context_learning.md``          :mod:`~lib.parts.generalisation.in_context_learning`
 ``notebooks/generalisation/06_chain_of_thought.md``             :mod:`~lib.parts.generalisation.chain_of_thought`

@@ -155,3 +155,34 @@ GT = {
     "n": 1000, "M": 10, "d": 20, "degree": 120, "c0": 0.01, "K": 60, "m": 400, "eta": 0.1, "delta": 0.2,
     "sigma": 0.1, "xi": 0.01, "kappa": 1.0, "Z": 3, "batch": 32, "steps": 400, "n_test": 200,
 }
+
+# ------------------------------------------------------------------------------------------------- chapter 4 (images)
+#: Figs 4.1 and 4.8 (Sec. 4.5.2) as stated: CelebA, label "blonde hair", ResNet-9. ``None`` where the thesis is silent.
+PAPER_CELEBA = {
+    "label": "blonde hair",
+    "model": "ResNet-9",
+    "n_major": 4000,
+    "n_minor": 1000,
+    "n_aug": 300,
+    "n_test": (500, 500),
+    "n_total_fig48": 5000,
+    "cov_norm": {"male": 5.1833, "female": 4.9716},
+    "cov_space": "feature space (unspecified)",
+    "deltas2": None,
+    "fractions": None,
+    "optimizer": None,
+    "seeds": None,
+}
+#: The digits stand-in (lib.parts.generalisation.group_images): the thesis's 4000 + 1000 (+ 300 noisy copies)
+#: scaled to 800 + 200 (+ 60); group 1 = digits turned by 90 degrees and inverted at contrast 0.6.
+DIGIT_GROUPS = {
+    "n_major": 800,
+    "n_minor": 200,
+    "n_aug": 60,
+    "n_test": 500,
+    "n_total": 600,
+    "contrast": 0.6,
+    "width": 32,
+    "steps": 200,
+    "lr": 0.01,
+}
