@@ -33,7 +33,7 @@ from lib.parts.concept_learning import (
     sim_one_layer,
 )
 from lib.parts.edge_of_stability import balancing, beyond_low_dimension, matrix_factorisation, one_dimensional
-from lib.parts.generalisation import chain_of_thought, gcn_sampling, group_imbalance, settings, shallow_vits
+from lib.parts.generalisation import chain_of_thought, gcn_sampling, group_imbalance, settings, shallow_vits, vit_images
 from lib.parts.generalisation import graph_transformers as gtr
 from lib.parts.generalisation import group_images as gim
 from lib.parts.generalisation import in_context_learning as icl
@@ -369,6 +369,13 @@ CASES = [
     C(shallow_vits.first_step_below, "curve_t:array curves:array threshold:real", T8, np.stack([Y8, Y8]), 0.5),
     C(shallow_vits.keep_mask, "kind:option count:count", np.tile([0, 1, 2, 3], (2, 1)),
       np.tile([True, False, True, False], (2, 1)), "random", 1),
+    C(vit_images.removal_mask, "n_removed:count", np.tile([True] * 16 + [False] * 9, (2, 1)), 3,
+      np.random.default_rng(0)),
+    C(vit_images.patchify, "images:array", np.zeros((2, 20, 20))),
+    C(vit_images.compose_images, "digits:array", np.ones((2, 8, 8)), [True, False], np.random.default_rng(0)),
+    C(vit_images.TinyViT, "d_patch:count n_tokens:count width:count heads:count blocks:count n_classes:count"),
+    C(vit_images.accuracy_map, "steps:count lr:pos batch:count n_test:count", [0], [8], [0],
+      arch=dict(width=4, heads=1, blocks=1), steps=1, lr=1e-2, batch=2, n_test=10, classes=[0, 1]),
     C(gtr.core_graph, "n:count gamma_d:prob eps_S:prob degree:count c0:nonneg eps0:prob seed:seed", 20, 0.4,
       0.1, 4),
     C(gtr.winning_margin, "spd:array z:count", TOY_SPD, np.zeros(8), np.ones(8), 1),

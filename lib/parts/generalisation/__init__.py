@@ -8,6 +8,7 @@ group imbalance, GCNs with topology sampling, in-context learning and chain-of-t
 chapter                                                         modules
 ==============================================================  =====================================================
 ``notebooks/generalisation/01_shallow_vits.md``                 :mod:`~lib.parts.generalisation.shallow_vits`
+                                                                :mod:`~lib.parts.generalisation.vit_images`
 ``notebooks/generalisation/02_graph_transformers.md``           :mod:`~lib.parts.generalisation.graph_transformers`
 ``notebooks/generalisation/03_group_imbalance.md``              :mod:`~lib.parts.generalisation.group_imbalance`
                                                                 :mod:`~lib.parts.generalisation.group_images`

@@ -129,6 +129,27 @@ VIT = {
     "sigma": 0.1, "delta": 0.2, "kappa": 1.0, "n_test": 500, "success_hinge": 1e-3,
 }
 
+#: Sec. 2.4.2 (Fig 2.6) as stated: CIFAR-10 images resized into a random 26x26 region of a 32x32 ImageNet "Plants"
+#: crop, a 5-block 4-head ViT pre-trained on CIFAR-100. ``None`` where the thesis is silent.
+PAPER_VIT_IMAGES = {
+    "alpha_star": 26**2 / 32**2, "classes_ab": 10, "n_train": 50_000, "n_test": 10_000, "blocks": 5, "heads": 4,
+    "success_accuracy": 0.775, "trials_b": 10, "classes_c": ("bird", "airplane"), "photo_share_c": (0.9, 0.1),
+    "n_train_c": 10_000, "n_test_c": 2_000, "pre_c": ("CIFAR-100", "CIFAR-10, 8 classes x 500"),
+    "patch": None, "width": None, "optimizer": None, "lr": None, "steps": None, "Ns": None,
+}
+#: The book's CPU stand-in of Fig 2.6 (``vit_images``): digits 3 vs 5 for (a, b) with success at 90 % test
+#: accuracy, digits 3 vs 8 for (c) with the thesis's 90/10 photo split, a one-block two-head ViT of width 16.
+VIT_IMAGES = {
+    "arch": {"width": 16, "heads": 2, "blocks": 1}, "lr": 3e-3, "batch": 32, "classes_ab": (3, 5), "n_test_ab": 100,
+    "success_accuracy": 0.9, "classes_c": (3, 8), "n_test_c": 50, "photo_share_c": (0.9, 0.1),
+    "pre_sizes": (1000, 80),
+}
+#: Quick and full sizes of the stand-in (removed background tokens out of 9, training sizes, seeds, Adam steps).
+VIT_IMAGES_QUICK = {"removals": (0, 9), "Ns": (40, 160), "seeds": (0, 1, 2), "steps": 200, "pre_steps": 200,
+                    "steps_c": 150}
+VIT_IMAGES_FULL = {"removals": (0, 3, 6, 9), "Ns": (40, 80, 160, 250), "seeds": (0, 1, 2), "steps": 300,
+                   "pre_steps": 300, "steps_c": 200}
+
 # ---- Chapter 5 (thesis ch. 6): in-context learning with a nonlinear transformer, and pruning ----
 
 #: Section 6.5 of the thesis (None where it is silent: width, step size, batch, iterations, delta, seeds).
