@@ -27,7 +27,7 @@ __all__ = [
     "digit_groups",
     "to_group",
     "covariance_norm",
-    "train_members",
+    "train_group_mlps",
     "augmentation_sweep",
     "fraction_sweep",
     "interior_peak",
@@ -81,7 +81,7 @@ def covariance_norm(X) -> float:
     return float(np.linalg.eigvalsh(np.cov(X, rowvar=False))[-1])
 
 
-def train_members(X, y, X_test, y_test, seeds, *, width: int = 32, steps: int = 200, lr: float = 0.01) -> np.ndarray:
+def train_group_mlps(X, y, X_test, y_test, seeds, *, width: int = 32, steps: int = 200, lr: float = 0.01) -> np.ndarray:
     """Train one MLP per member on its own training set (all at once) and return its test accuracies.
 
     A two-layer ReLU MLP ``p -> width -> 1`` (:class:`lib.models.mlp.MLP`) on the logistic loss, full-batch Adam
@@ -148,7 +148,7 @@ def augmentation_sweep(deltas2, seeds, *, n_major: int = 800, n_minor: int = 200
     Args:
         deltas2: the noise variances ``delta^2`` (>= 0). seeds: the seeds (>= 1 of them).
         n_major, n_minor, n_aug: group sizes and number of noisy copies (``n_aug <= n_minor``).
-        contrast: contrast ``c`` of group 1. width, steps, lr: as :func:`train_members`.
+        contrast: contrast ``c`` of group 1. width, steps, lr: as :func:`train_group_mlps`.
 
     Returns:
         dict with ``acc`` (len(deltas2), len(seeds), 2): test accuracy on group 0 (majority) and group 1
@@ -182,7 +182,7 @@ def augmentation_sweep(deltas2, seeds, *, n_major: int = 800, n_minor: int = 200
             if s == seeds[0]:
                 cov.append([covariance_norm(X0), covariance_norm(np.concatenate([X1, aug]))])
     Xt, yt = _test_set(data, contrast)
-    acc = train_members(np.stack(Xs), np.stack(ys), Xt, yt, inits, width=width, steps=steps, lr=lr)
+    acc = train_group_mlps(np.stack(Xs), np.stack(ys), Xt, yt, inits, width=width, steps=steps, lr=lr)
     acc = acc.reshape(len(seeds), len(deltas2), 2).transpose(1, 0, 2)
     return {"acc": acc, "cov_norm": np.array(cov)}
 
@@ -221,7 +221,7 @@ def fraction_sweep(fractions, seeds, *, minority: int, n_total: int = 600, contr
             ys.append(np.concatenate([data["y_train"][idx_min], data["y_train"][idx_maj]]))
             inits.append(s)
     Xt, yt = _test_set(data, contrast)
-    acc = train_members(np.stack(Xs), np.stack(ys), Xt, yt, inits, width=width, steps=steps, lr=lr)
+    acc = train_group_mlps(np.stack(Xs), np.stack(ys), Xt, yt, inits, width=width, steps=steps, lr=lr)
     acc = acc.reshape(len(seeds), len(fractions), 2).transpose(1, 0, 2)
     cov = np.array([covariance_norm(to_group(data["X_train"], g, contrast)) for g in (0, 1)])
     return {"acc": acc, "cov_norm": cov}

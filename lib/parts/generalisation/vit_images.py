@@ -176,7 +176,7 @@ def _models(K: int, arch: dict, seed: int) -> list[TinyViT]:
     return [TinyViT(**arch) for _ in range(K)]
 
 
-def train_members(models, X, y, keep, members, *, steps: int, lr: float, batch: int, seed: int = 0):
+def train_vits(models, X, y, keep, members, *, steps: int, lr: float, batch: int, seed: int = 0):
     """Train ``K`` models at once with Adam on minibatches of their own data (``lib.train.train_stacked``).
 
     Args:
@@ -276,7 +276,7 @@ def accuracy_map(removals, Ns, seeds, *, arch: dict, steps: int, lr: float, batc
     Ks = KEEP.reshape(n_seeds * n_r, *KEEP.shape[2:])
     members = np.array([(k * n_r + i, Ns[j]) for i, j, k in grid])
     models = _models(len(grid), dict(arch, n_classes=len(classes)), seed=int(seeds[0]))
-    res = train_members(models, Xs, Ys, Ks, members, steps=steps, lr=lr, batch=batch, seed=int(seeds[0]))
+    res = train_vits(models, Xs, Ys, Ks, members, steps=steps, lr=lr, batch=batch, seed=int(seeds[0]))
     acc = np.zeros((n_r, len(Ns), n_seeds))
     test = slice(len(labels) - n_test, None)
     for m, (i, j, k) in zip(models, grid):
@@ -324,7 +324,7 @@ def spurious_runs(removals, seeds, *, classes=(3, 8), n_test_per_class: int, pho
         Kp.append(np.ones_like(rel))
     pre_models = _models(2 * n_seeds, dict(arch, n_classes=len(others)), seed=2612)
     members = np.array([(k, pre_sizes[m]) for m in range(2) for k in range(n_seeds)])
-    res = train_members(pre_models, torch.tensor(np.stack(Xp), dtype=torch.float32), torch.tensor(np.stack(Yp)),
+    res = train_vits(pre_models, torch.tensor(np.stack(Xp), dtype=torch.float32), torch.tensor(np.stack(Yp)),
                         torch.tensor(np.stack(Kp)), members, steps=pre_steps, lr=lr, batch=batch, seed=2613)
     diverged = int(res.diverged.sum())
     # fine-tuning data: per seed, a training set with the spurious split and a balanced test set
@@ -358,7 +358,7 @@ def spurious_runs(removals, seeds, *, classes=(3, 8), n_test_per_class: int, pho
             body = {n: v for n, v in pre_models[m * n_seeds + k].state_dict().items() if not n.startswith("head.")}
             model.load_state_dict(body, strict=False)
     members = np.array([(k * n_r + i, n_train) for _, i, k in grid])
-    res = train_members(models, Xs, Ys, Ks, members, steps=steps, lr=lr, batch=batch, seed=2626)
+    res = train_vits(models, Xs, Ys, Ks, members, steps=steps, lr=lr, batch=batch, seed=2626)
     diverged += int(res.diverged.sum())
     acc = np.zeros((3, n_r, n_seeds))
     for model, (m, i, k) in zip(models, grid):

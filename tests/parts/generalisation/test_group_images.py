@@ -75,4 +75,4 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match="x"):
         gim.slope_interval([1.0, 1.0], np.ones((2, 3)))
     with pytest.raises(ValueError, match="seeds"):
-        gim.train_members(np.zeros((2, 4, 3)), np.zeros((2, 4)), np.zeros((1, 5, 3)), np.zeros(5), [0])
+        gim.train_group_mlps(np.zeros((2, 4, 3)), np.zeros((2, 4)), np.zeros((1, 5, 3)), np.zeros(5), [0])

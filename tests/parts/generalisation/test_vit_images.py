@@ -77,14 +77,14 @@ def test_stacked_training_matches_one_model_alone():
     models = [vi.TinyViT(**ARCH, n_classes=3) for _ in range(2)]
     alone = vi.TinyViT(**ARCH, n_classes=3)
     alone.load_state_dict(models[1].state_dict())
-    vi.train_members(models, X, y, keep, [[0, 12], [1, 6]], steps=3, lr=1e-2, batch=4)
+    vi.train_vits(models, X, y, keep, [[0, 12], [1, 6]], steps=3, lr=1e-2, batch=4)
     # model 1 alone, fed the same minibatches (the generator draws both models' indices)
-    vi.train_members([vi.TinyViT(**ARCH, n_classes=3), alone], X, y, keep, [[0, 12], [1, 6]], steps=3,
+    vi.train_vits([vi.TinyViT(**ARCH, n_classes=3), alone], X, y, keep, [[0, 12], [1, 6]], steps=3,
                      lr=1e-2, batch=4)
     for a, b in zip(models[1].parameters(), alone.parameters()):
         assert torch.allclose(a, b, atol=1e-5)
     with pytest.raises(ValueError, match="members"):
-        vi.train_members(models, X, y, keep, [[0, 13], [1, 6]], steps=1, lr=1e-2, batch=4)
+        vi.train_vits(models, X, y, keep, [[0, 13], [1, 6]], steps=1, lr=1e-2, batch=4)
 
 
 def test_accuracy_map_and_spurious_runs_shapes():
