@@ -28,7 +28,7 @@ pytestmark = pytest.mark.book
 
 #: quick-mode budget of a chapter in CPU seconds of its kernel (the diffusion chapter trains a denoiser and has more).
 #: ``make test-full`` checks the full build (BOOK_MODE=full) against the full-mode budgets: a few minutes a chapter;
-#: the diffusion chapter's full run is known to take longer (about 16 CPU-minutes, see the performance issue).
+#: the diffusion chapter's full run is known to take longer (about 14 CPU-minutes, see the performance issue).
 MODE = os.environ.get("BOOK_MODE", "quick")
 # the diffusion chapter trains 6 U-Nets in quick mode (two signals x three seeds, two processes) and 12 in full mode
 BUDGET = ({"notebooks/concept_learning/03_diffusion": 300.0} if MODE == "quick"

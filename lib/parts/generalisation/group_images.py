@@ -2,7 +2,8 @@
 
 CelebA cannot be downloaded when the book is built, so two groups are made from scikit-learn's 8x8 digits
 (pixels scaled to [0, 1]): group 0 keeps the images as they are, group 1 is a transformed domain, the images
-inverted at a reduced contrast, ``x -> 1 - c x`` (its pixel covariance is ``c^2`` times that of group 0). The label
+turned by 90 degrees and inverted at a reduced contrast, ``x -> 1 - c R x`` with ``R`` the rotation (a permutation
+of the pixels, so the spectral norm of its pixel covariance is ``c^2`` times that of group 0). The label
 is "digit >= 5". A small ReLU MLP is trained with :func:`lib.train.train_stacked`, all settings and seeds of a sweep
 at once (member k has its own training set, same size for all).
 
