@@ -98,28 +98,31 @@ class ShallowAttention(torch.nn.Module):
         _, A = softmax_attention(q, k, k, bias=bias, allowed=allowed)
         return A
 
-    def forward(self, X: torch.Tensor, bias=None, allowed=None, queries=None) -> torch.Tensor:
+    def forward(self, X: torch.Tensor, bias=None, allowed=None, queries=None, return_attention: bool = False):
         """Network outputs ``(R, B)`` for tokens ``X`` of shape ``(R, B, L, d)``.
 
         ``bias`` and ``allowed`` are as in :meth:`attention`. ``queries`` (boolean, broadcastable to ``(R, B, L)``,
         mean read-out only) restricts the average to the marked queries: with ``allowed`` set to the same tokens
         as keys, the unmarked tokens are removed from the sequence altogether (token sparsification).
+        ``return_attention=True`` returns ``(outputs, A)`` with the attention weights ``(R, B, L, L)`` of
+        :meth:`attention`, computed once for both.
         """
         if X.dim() != 4 or X.shape[0] != self.W_K.shape[0]:
             raise ValueError(f"X must have shape (R={self.W_K.shape[0]}, B, L, d), got {tuple(X.shape)}")
         if queries is not None and self.readout != "mean":
             raise ValueError("queries needs readout='mean'")
-        A = self.attention(X, bias, allowed)
-        if self.readout == "first":
-            A = A[:, :, :1]
+        A_all = self.attention(X, bias, allowed)
+        A = A_all[:, :, :1] if self.readout == "first" else A_all
         v = torch.einsum("rij,rblj->rbli", self.W_V, X)
         z = A @ v  # (R, B, Lq, d_v)
         h = torch.relu(torch.einsum("rmi,rbli->rblm", self.W_O, z))
         out = h @ self.a  # (R, B, Lq)
         if queries is None:
-            return out.mean(-1)
-        w = torch.broadcast_to(torch.as_tensor(queries, dtype=torch.bool), out.shape).to(out.dtype)
-        return (out * w).sum(-1) / w.sum(-1).clamp_min(1.0)
+            y = out.mean(-1)
+        else:
+            w = torch.broadcast_to(torch.as_tensor(queries, dtype=torch.bool), out.shape).to(out.dtype)
+            y = (out * w).sum(-1) / w.sum(-1).clamp_min(1.0)
+        return (y, A_all) if return_attention else y
 
 
 def attention_mass(A: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:

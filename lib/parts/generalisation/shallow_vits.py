@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 import torch
+from torch.func import functional_call
 
 from lib.config import check_array, check_finite, check_in, check_int, check_positive
 from lib.data.tokens import pattern_bank, pattern_sequences
@@ -87,6 +88,10 @@ def make_data(seeds, n_train: int, n_test: int, cfg: dict, alpha_star: float, al
 
 REMOVALS = ("none", "random", "irrelevant", "noisy")
 
+#: about how many hidden activations (runs x test samples x tokens x neurons) one chunk of a test evaluation
+#: holds: larger passes spend their time writing and reading memory.
+EVAL_ELEMENTS = 2**21
+
 
 def keep_mask(idx, noise, kind: str, count: int, rng=None) -> torch.Tensor:
     """Which tokens survive the token sparsification of Fig 2.5: ``count`` tokens per sample are removed.
@@ -133,6 +138,7 @@ def train_vit(
     remove=None,
     n_remove: int = 0,
     noisy=None,
+    curve_members=None,
 ) -> dict:
     """Train one network per member ``(Ns[r], seeds[r])`` by SGD on the hinge loss, all at once.
 
@@ -150,6 +156,9 @@ def train_vit(
             the training and the test samples by the key mask and the query mask of the model.
         n_remove: tokens removed per sample by ``remove`` (:func:`keep_mask`).
         noisy: ``(count, level)`` high-noise tokens per sample (:func:`make_data`).
+        curve_members: indices of the members whose test loss and attention mass are evaluated at the records
+            before the last (default: all); the others' ``test_curve`` and ``mass`` are NaN there. Evaluating the
+            test set is most of the cost of a run, and training does not depend on it.
 
     Returns:
         dict of numpy arrays: ``test_hinge`` (R,), ``train_hinge`` (R,), ``curve_t`` (K,), ``train_curve``,
@@ -162,6 +171,13 @@ def train_vit(
     check_int("record_every", record_every, minimum=1)
     sigma = cfg["sigma"] if sigma is None else sigma
     R = len(Ns)
+    every = torch.arange(R)
+    if curve_members is None:
+        curve_members = every
+    else:
+        curve_members = torch.as_tensor(np.asarray(curve_members, dtype=np.int64).reshape(-1))
+        if len(curve_members) and (curve_members.min() < 0 or curve_members.max() >= R):
+            raise ValueError(f"curve_members must be indices in [0, {R - 1}], got {curve_members.tolist()}")
     useeds = np.unique(seeds)
     data = make_data(useeds, int(Ns.max()), cfg["n_test"], cfg, alpha_star, alpha_hash, noisy=noisy)
     row = torch.as_tensor(np.searchsorted(useeds, seeds))
@@ -197,16 +213,34 @@ def train_vit(
     def masks(k):  # key mask (R, B, 1, L) and query mask (R, B, L) of the kept tokens, or None
         return (None, None) if k is None else (k[:, :, None, :], k)
 
-    def evaluate():
+    names = [n for n, _ in model.named_parameters()]
+    chunk = max(1, EVAL_ELEMENTS // (R * cfg["L"] * cfg["m"]))
+
+    def evaluate(members):
+        """Test hinge and attention mass (R,) of ``members`` (NaN for the others), and the attention (R, L, L) of
+        test sample 0; the test set goes through in chunks so that the hidden layer (runs, chunk, L, m) stays
+        small (the same per-sample values as one pass, a few times faster)."""
+        lt, mt = torch.full((R,), float("nan")), torch.full((R,), float("nan"))
+        if len(members) == 0:
+            return lt, mt, None
+        params = {n: p.detach()[members] for n, p in zip(names, model.parameters())}
+        loss, mass, A0 = [], [], None
         with torch.no_grad():
-            allowed, queries = masks(keept)
-            out = model(Xt, allowed=allowed, queries=queries)
-            A = model.attention(Xt, allowed=allowed)
-            return torch.relu(1 - yt * out).mean(1), attention_mass(A, relt).mean(1), A
+            for s in range(0, Xt.shape[1], chunk):
+                sl = slice(s, s + chunk)
+                allowed, queries = masks(None if keept is None else keept[members, sl])
+                out, A = functional_call(model, params, (Xt[members, sl],),
+                                         dict(allowed=allowed, queries=queries, return_attention=True))
+                loss.append(torch.relu(1 - yt[members, sl] * out))
+                mass.append(attention_mass(A, relt[members, sl]))
+                A0 = A[:, 0] if A0 is None else A0
+        lt[members] = torch.cat(loss, 1).mean(1)
+        mt[members] = torch.cat(mass, 1).mean(1)
+        return lt, mt, A0
 
     for t in range(steps + 1):
         if t % record_every == 0 or t == steps:
-            lt, mt, _ = evaluate()
+            lt, mt, _ = evaluate(every if t == steps else curve_members)
             rec_t.append(t)
             te.append(lt.numpy())
             ms.append(mt.numpy())
@@ -226,7 +260,7 @@ def train_vit(
                 p -= cfg["eta"] * g
             bad = ~torch.isfinite(loss_r.detach())
             diverged |= bad.numpy()
-    lt, _, A = evaluate()
+    lt, _, A = evaluate(every)
     with torch.no_grad():
         Xtr = data["X"][row]
         allowed, queries = masks(keep)
@@ -241,7 +275,7 @@ def train_vit(
         "train_curve": np.stack(tr, 1),
         "mass": np.stack(ms, 1),
         "diverged": diverged,
-        "A": A[:, 0].numpy(),
+        "A": A.numpy(),
         "idx": data["idxt"][row][:, 0].numpy(),
     }
 

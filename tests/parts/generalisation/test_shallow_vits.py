@@ -26,6 +26,32 @@ def test_attention_rows_sum_to_one():
     assert mass.shape == (3, 2) and (mass >= 0).all() and (mass <= 1 + 1e-6).all()
 
 
+def test_forward_returns_the_attention_it_used():
+    model = ShallowAttention(2, 4, 6, generator=torch.Generator().manual_seed(3))
+    X = torch.randn(2, 3, 5, 4)
+    out, A = model(X, return_attention=True)
+    assert torch.equal(out, model(X)) and torch.equal(A, model.attention(X))
+    first = ShallowAttention(2, 4, 6, readout="first", generator=torch.Generator().manual_seed(3))
+    out, A = first(X, return_attention=True)
+    assert A.shape == (2, 3, 5, 5) and torch.equal(out, first(X))
+
+
+def test_curve_members_and_chunked_evaluation(monkeypatch):
+    Ns, seeds = np.array([4, 8, 8]), np.array([0, 0, 1])
+    full = sv.train_vit(Ns, seeds, CFG, 0.4, 0.1, record_every=2)
+    monkeypatch.setattr(sv, "EVAL_ELEMENTS", 1)  # one test sample per chunk: the same values as one pass
+    part = sv.train_vit(Ns, seeds, CFG, 0.4, 0.1, record_every=2, curve_members=[2])
+    for key in ("test_hinge", "train_hinge", "train_curve", "A"):
+        assert np.array_equal(part[key], full[key]), key
+    for key in ("test_curve", "mass"):
+        assert np.array_equal(part[key][2], full[key][2]) and np.array_equal(part[key][:, -1], full[key][:, -1])
+        assert np.isnan(part[key][:2, :-1]).all()
+    none = sv.train_vit(Ns, seeds, CFG, 0.4, 0.1, record_every=2, curve_members=[])
+    assert np.array_equal(none["test_hinge"], full["test_hinge"]) and np.isnan(none["test_curve"][:, :-1]).all()
+    with pytest.raises(ValueError, match="curve_members"):
+        sv.train_vit(Ns, seeds, CFG, 0.4, 0.1, curve_members=[3])
+
+
 def test_runs_are_independent():
     g = torch.Generator().manual_seed(1)
     model = ShallowAttention(2, 4, 6, generator=g)
