@@ -46,6 +46,19 @@ def test_gradient_and_hessian_match_autograd():
     assert torch.allclose(Hf, oh.cross_entropy_hessian(W, X, y), atol=1e-12)
 
 
+def test_gradient_and_hessian_broadcast_shared_data_over_members():
+    # several starts sharing one data set through a size-1 axis, as newton_critical_point calls them
+    g = torch.Generator().manual_seed(5)
+    f64 = dict(generator=g, dtype=torch.float64)
+    X, y, W = torch.randn(2, 1, 40, 4, **f64), torch.rand(2, 1, 40, **f64), torch.randn(2, 3, 4, 2, **f64)
+    H, G = oh.cross_entropy_hessian(W, X, y), oh.cross_entropy_gradient(W, X, y)
+    assert H.shape == (2, 3, 8, 8) and G.shape == (2, 3, 4, 2)
+    for i in range(2):
+        for j in range(3):
+            assert torch.allclose(H[i, j], oh.cross_entropy_hessian(W[i, j], X[i, 0], y[i, 0]), atol=1e-14)
+            assert torch.allclose(G[i, j], oh.cross_entropy_gradient(W[i, j], X[i, 0], y[i, 0]), atol=1e-14)
+
+
 def test_teacher_hessian_with_soft_labels_is_psd_and_matches_autograd():
     _, W, X, _ = _problem(n=300)
     p = oh.one_hidden_probability(W, X)
