@@ -1,4 +1,5 @@
-"""Frequencies with Wilson intervals, counts of order violations and a paired bootstrap over samples.
+"""Frequencies with Wilson intervals, means with standard errors, counts of order violations and a paired
+bootstrap over samples.
 """
 
 from __future__ import annotations
@@ -55,6 +56,18 @@ def frequency(flags, z: float = 1.96) -> Frequency:
     k, n = int(np.count_nonzero(flags)), int(flags.size)
     lo, hi = wilson_interval(k, n, z)
     return Frequency(k, n, lo, hi)
+
+
+def mean_se(values, axis=None):
+    """Mean and standard error of the mean, ``std (ddof 1) / sqrt(n)``, of ``values`` along ``axis`` (all of them
+    by default), e.g. of seed-paired differences. Returns ``(mean, se)``: floats for ``axis=None``, arrays
+    otherwise."""
+    v = check_array("values", values)
+    n = v.size if axis is None else v.shape[axis]
+    if n < 2:
+        raise ValueError(f"values must hold >= 2 entries along axis {axis}, got shape {v.shape}")
+    mean, se = v.mean(axis=axis), v.std(axis=axis, ddof=1) / np.sqrt(n)
+    return (float(mean), float(se)) if axis is None else (mean, se)
 
 
 def order_violations(V, values, *, tol: float = 0.0, exclude=None) -> tuple[int, int]:

@@ -1,9 +1,10 @@
-"""Unit tests of lib.stats: the paired bootstrap (frequencies and order violations are tested with their users)."""
+"""Unit tests of lib.stats: the paired bootstrap and the standard error (frequencies and order violations are tested
+with their users)."""
 
 import numpy as np
 import pytest
 
-from lib.stats import bootstrap_paired_mean
+from lib.stats import bootstrap_paired_mean, mean_se
 
 
 def test_bootstrap_paired_mean_keeps_the_pairing():
@@ -28,3 +29,15 @@ def test_bootstrap_paired_mean_rejects_bad_arguments():
                      (dict(n_boot=1), "n_boot"), (dict(seed=-1), "seed")):
         with pytest.raises(ValueError, match=name):
             bootstrap_paired_mean(**(good | kw))
+
+
+def test_mean_se_over_all_entries_and_along_an_axis():
+    x = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 9.0]])
+    m, s = mean_se(x)
+    assert isinstance(m, float) and m == pytest.approx(3.5) and s == pytest.approx(x.std(ddof=1) / np.sqrt(6))
+    m, s = mean_se(x, axis=1)
+    assert np.allclose(m, [2.0, 5.0]) and np.allclose(s, [1 / np.sqrt(3), np.sqrt(13) / np.sqrt(3)])
+    with pytest.raises(ValueError, match="values"):
+        mean_se(np.ones((3, 1)), axis=1)
+    with pytest.raises(ValueError, match="values"):
+        mean_se([np.nan, 1.0])

@@ -22,6 +22,7 @@ import torch
 
 from lib.config import check_array, check_in, check_int, check_int_array, check_positive, check_range, check_seed
 from lib.models.mlp import MLP
+from lib.stats import mean_se
 from lib.train import train_stacked
 
 __all__ = [
@@ -244,9 +245,7 @@ def interior_peak(acc, z: float = 2.0) -> dict:
         raise ValueError(f"acc must be (n_points >= 3, n_seeds >= 2), got shape {acc.shape}")
     check_positive("z", z)
     i = int(np.argmax(acc.mean(axis=1)))
-    diffs = np.stack([acc[i] - acc[0], acc[i] - acc[-1]])
-    gain = diffs.mean(axis=1)
-    se = diffs.std(axis=1, ddof=1) / np.sqrt(acc.shape[1])
+    gain, se = mean_se(np.stack([acc[i] - acc[0], acc[i] - acc[-1]]), axis=1)
     ok = bool(0 < i < acc.shape[0] - 1 and np.all(gain > z * se))
     return {"peak": i, "gain": gain, "se": se, "ok": ok}
 

@@ -240,6 +240,15 @@ def _masks(relevant, removals, seed: int) -> np.ndarray:
     return np.stack([removal_mask(relevant, int(r), np.random.default_rng([seed, int(r)])) for r in removals])
 
 
+def _per_removal(X, Y, keep):
+    """One data set per (seed, removal count), index ``seed * n_removals + removal``: each seed's images ``X``
+    (S, n, T, p) and labels ``Y`` (S, n) repeated for its masks ``keep`` (S, n_removals, n, T)."""
+    S, n_r = keep.shape[:2]
+    return (X[:, None].expand(-1, n_r, *X.shape[1:]).reshape(S * n_r, *X.shape[1:]),
+            Y[:, None].expand(-1, n_r, *Y.shape[1:]).reshape(S * n_r, *Y.shape[1:]),
+            keep.reshape(S * n_r, *keep.shape[2:]))
+
+
 def accuracy_map(removals, Ns, seeds, *, arch: dict, steps: int, lr: float, batch: int, n_test: int,
                  classes=tuple(range(10))) -> dict:
     """Fig 2.6(a, b): test accuracy of the tiny ViT on digit ``classes`` over removal counts, N and seeds.
@@ -271,9 +280,7 @@ def accuracy_map(removals, Ns, seeds, *, arch: dict, steps: int, lr: float, batc
     n_seeds, n_r = len(seeds), len(removals)
     grid = [(i, j, k) for i in range(n_r) for j in range(len(Ns)) for k in range(n_seeds)]
     # data set index = seed * R + removal, so each member reads its own seed's images with its own mask
-    Xs = X[:, None].expand(-1, n_r, -1, -1, -1).reshape(n_seeds * n_r, *X.shape[1:])
-    Ys = Y[:, None].expand(-1, n_r, -1).reshape(n_seeds * n_r, -1)
-    Ks = KEEP.reshape(n_seeds * n_r, *KEEP.shape[2:])
+    Xs, Ys, Ks = _per_removal(X, Y, KEEP)
     members = np.array([(k * n_r + i, Ns[j]) for i, j, k in grid])
     models = _models(len(grid), dict(arch, n_classes=len(classes)), seed=int(seeds[0]))
     res = train_vits(models, Xs, Ys, Ks, members, steps=steps, lr=lr, batch=batch, seed=int(seeds[0]))
@@ -348,9 +355,7 @@ def spurious_runs(removals, seeds, *, classes=(3, 8), n_test_per_class: int, pho
     Xf = torch.tensor(np.stack([x[:n_train] for x in Xf]), dtype=torch.float32)
     Yf = torch.tensor(np.stack([y[:n_train] for y in Yf]))
     Kf = torch.tensor(np.stack([k[:, :n_train] for k in Kf]))
-    Xs = Xf[:, None].expand(-1, n_r, -1, -1, -1).reshape(n_seeds * n_r, *Xf.shape[1:])
-    Ys = Yf[:, None].expand(-1, n_r, -1).reshape(n_seeds * n_r, -1)
-    Ks = Kf.reshape(n_seeds * n_r, *Kf.shape[2:])
+    Xs, Ys, Ks = _per_removal(Xf, Yf, Kf)
     grid = [(m, i, k) for m in range(3) for i in range(n_r) for k in range(n_seeds)]
     models = _models(len(grid), dict(arch, n_classes=2), seed=2625)
     for model, (m, _, k) in zip(models, grid):
