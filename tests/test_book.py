@@ -33,8 +33,6 @@ MODE = os.environ.get("BOOK_MODE", "quick")
 # the diffusion chapter trains 6 U-Nets in quick mode (two signals x three seeds, two processes) and 12 in full mode
 BUDGET = ({"notebooks/concept_learning/03_diffusion": 300.0} if MODE == "quick"
           else {"notebooks/concept_learning/03_diffusion": 1200.0,
-                # ten seeds of trained and frozen attention on a 5 x 6 map (Figs 2.1-2.3): 542 s in the last full run
-                "notebooks/generalisation/01_shallow_vits": 600.0,
                 # the single pass of the GA-MLPs and the sGNN over 5 SBM settings in two processes: 337 s of CPU
                 # in one full build, 407 s in the next on a busier machine (363 s wall)
                 "notebooks/graph_networks/03_communities": 450.0})
