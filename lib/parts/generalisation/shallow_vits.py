@@ -240,7 +240,7 @@ def train_vit(
 
     for t in range(steps + 1):
         if t % record_every == 0 or t == steps:
-            lt, mt, _ = evaluate(every if t == steps else curve_members)
+            lt, mt, A = evaluate(every if t == steps else curve_members)  # the last: every run's final values
             rec_t.append(t)
             te.append(lt.numpy())
             ms.append(mt.numpy())
@@ -260,7 +260,6 @@ def train_vit(
                 p -= cfg["eta"] * g
             bad = ~torch.isfinite(loss_r.detach())
             diverged |= bad.numpy()
-    lt, _, A = evaluate(every)
     with torch.no_grad():
         Xtr = data["X"][row]
         allowed, queries = masks(keep)
