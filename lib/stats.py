@@ -1,5 +1,5 @@
-"""Frequencies with Wilson intervals, means with standard errors, counts of order violations and a paired
-bootstrap over samples.
+"""Frequencies with Wilson intervals, means with standard errors, counts of order violations (on a chain and on
+binary vectors) and a paired bootstrap over samples.
 """
 
 from __future__ import annotations
@@ -68,6 +68,19 @@ def mean_se(values, axis=None):
         raise ValueError(f"values must hold >= 2 entries along axis {axis}, got shape {v.shape}")
     mean, se = v.mean(axis=axis), v.std(axis=axis, ddof=1) / np.sqrt(n)
     return (float(mean), float(se)) if axis is None else (mean, se)
+
+
+def chain_violations(values, *, axis: int = -1, tol: float = 0.0) -> int:
+    """How many pairs ``i < k`` along ``axis`` break a non-decreasing order by more than ``tol``:
+    ``values[i] > values[k] + tol``, counted over every pair and every position of the other axes."""
+    v = check_array("values", values)
+    if v.ndim == 0:
+        raise ValueError("values must have at least one axis")
+    check_int("axis", axis, minimum=-v.ndim, maximum=v.ndim - 1)
+    check_positive("tol", tol, allow_zero=True)
+    v = np.moveaxis(v, axis, -1)
+    i, k = np.triu_indices(v.shape[-1], 1)
+    return int((v[..., i] > v[..., k] + tol).sum())
 
 
 def order_violations(V, values, *, tol: float = 0.0, exclude=None) -> tuple[int, int]:

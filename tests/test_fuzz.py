@@ -136,6 +136,7 @@ CASES = [
     C(stats.wilson_interval, "k:count n:count z:pos", 3, 10),
     C(stats.frequency, "flags:array z:pos", [True, False, True]),
     C(stats.mean_se, "values:array", [1.0, 2.0, 4.0]),
+    C(stats.chain_violations, "values:array tol:nonneg", [1.0, 0.0, 2.0]),
     C(stats.bootstrap_paired_mean, "samples:array statistic:callable n_boot:count seed:seed",
       np.stack([np.stack([Y8, Y8[::-1]], 1)] * 3, 1), lambda p: p[..., -1, 0]),
     C(stats.order_violations, "V:array values:array tol:nonneg", np.array([[0.0, 1.0], [1.0, 1.0]]),

@@ -4,7 +4,7 @@ with their users)."""
 import numpy as np
 import pytest
 
-from lib.stats import bootstrap_paired_mean, mean_se
+from lib.stats import bootstrap_paired_mean, chain_violations, mean_se
 
 
 def test_bootstrap_paired_mean_keeps_the_pairing():
@@ -41,3 +41,13 @@ def test_mean_se_over_all_entries_and_along_an_axis():
         mean_se(np.ones((3, 1)), axis=1)
     with pytest.raises(ValueError, match="values"):
         mean_se([np.nan, 1.0])
+
+
+def test_chain_violations_counts_pairs_out_of_order_along_an_axis():
+    v = np.array([[0.5, 0.4, 0.9], [0.1, 0.2, 0.3]])  # row 0: (0, 1) out of order by 0.1
+    assert chain_violations(v) == 1 and chain_violations(v, tol=0.1) == 0
+    assert chain_violations(v, axis=0) == 3  # every column falls from row 0 to row 1
+    assert chain_violations(np.arange(5.0)[::-1]) == 10  # every pair of a falling chain
+    for bad in (dict(values=np.float64(1.0)), dict(values=v, axis=2), dict(values=v, tol=-1.0)):
+        with pytest.raises(ValueError, match="values|axis|tol"):
+            chain_violations(**bad)

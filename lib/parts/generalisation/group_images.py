@@ -37,6 +37,11 @@ __all__ = [
 ]
 
 
+def _seed_list(seeds) -> list[int]:
+    """One seed or a sequence of them as a list of ints in [0, 2^32)."""
+    return [int(s) for s in check_int_array("seeds", np.atleast_1d(seeds), minimum=0, maximum=2**32 - 1)]
+
+
 def digit_groups(n_test: int = 500, split_seed: int = 0) -> dict:
     """The digits split into a training pool and a test pool, label "digit >= 5".
 
@@ -102,12 +107,12 @@ def train_group_mlps(X, y, X_test, y_test, seeds, *, width: int = 32, steps: int
     y = torch.as_tensor(check_array("y", y, ndim=2), dtype=torch.float32)
     Xt = torch.as_tensor(check_array("X_test", X_test, ndim=3), dtype=torch.float32)
     yt = torch.as_tensor(check_array("y_test", y_test, ndim=1), dtype=torch.float32)
-    if X.ndim != 3 or y.shape != X.shape[:2] or X.shape[1] == 0:
+    if y.shape != X.shape[:2] or X.shape[1] == 0:
         raise ValueError(f"X must be (K, n, p) and y (K, n), got {tuple(X.shape)} and {tuple(y.shape)}")
-    if Xt.ndim != 3 or Xt.shape[2] != X.shape[2] or yt.shape != Xt.shape[1:2]:
+    if Xt.shape[2] != X.shape[2] or yt.shape != Xt.shape[1:2]:
         raise ValueError(f"X_test must be (G, m, {X.shape[2]}) and y_test (m,), got {tuple(Xt.shape)}, "
                          f"{tuple(yt.shape)}")
-    seeds = [int(s) for s in check_int_array("seeds", np.atleast_1d(seeds), minimum=0, maximum=2**32 - 1)]
+    seeds = _seed_list(seeds)
     if len(seeds) != X.shape[0]:
         raise ValueError(f"seeds must have one entry per member ({X.shape[0]}), got {len(seeds)}")
     check_int("width", width, minimum=1)
@@ -160,7 +165,7 @@ def augmentation_sweep(deltas2, seeds, *, n_major: int = 800, n_minor: int = 200
     deltas2 = check_array("deltas2", deltas2, ndim=1)
     if (deltas2 < 0).any():
         raise ValueError(f"deltas2 must be >= 0, got {deltas2}")
-    seeds = [int(s) for s in check_int_array("seeds", np.atleast_1d(seeds), minimum=0, maximum=2**32 - 1)]
+    seeds = _seed_list(seeds)
     for name, v in (("n_major", n_major), ("n_minor", n_minor)):
         check_int(name, v, minimum=1)
     check_int("n_aug", n_aug, minimum=0, maximum=n_minor)
@@ -209,7 +214,7 @@ def fraction_sweep(fractions, seeds, *, minority: int, n_total: int = 600, contr
     if (fractions <= 0).any() or (fractions >= 1).any():
         raise ValueError(f"fractions must lie in (0, 1), got {fractions}")
     check_in("minority", minority, (0, 1))
-    seeds = [int(s) for s in check_int_array("seeds", np.atleast_1d(seeds), minimum=0, maximum=2**32 - 1)]
+    seeds = _seed_list(seeds)
     data = digit_groups()
     check_int("n_total", n_total, minimum=2, maximum=len(data["y_train"]))
     Xs, ys, inits = [], [], []

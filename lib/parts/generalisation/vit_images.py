@@ -332,7 +332,7 @@ def spurious_runs(removals, seeds, *, classes=(3, 8), n_test_per_class: int, pho
     pre_models = _models(2 * n_seeds, dict(arch, n_classes=len(others)), seed=2612)
     members = np.array([(k, pre_sizes[m]) for m in range(2) for k in range(n_seeds)])
     res = train_vits(pre_models, torch.tensor(np.stack(Xp), dtype=torch.float32), torch.tensor(np.stack(Yp)),
-                        torch.tensor(np.stack(Kp)), members, steps=pre_steps, lr=lr, batch=batch, seed=2613)
+                     torch.tensor(np.stack(Kp)), members, steps=pre_steps, lr=lr, batch=batch, seed=2613)
     diverged = int(res.diverged.sum())
     # fine-tuning data: per seed, a training set with the spurious split and a balanced test set
     n_r = len(removals)
@@ -365,8 +365,8 @@ def spurious_runs(removals, seeds, *, classes=(3, 8), n_test_per_class: int, pho
     members = np.array([(k * n_r + i, n_train) for _, i, k in grid])
     res = train_vits(models, Xs, Ys, Ks, members, steps=steps, lr=lr, batch=batch, seed=2626)
     diverged += int(res.diverged.sum())
+    Xt, Yt, Kt = torch.tensor(np.stack(Xt), dtype=torch.float32), torch.tensor(np.stack(Yt)), torch.tensor(np.stack(Kt))
     acc = np.zeros((3, n_r, n_seeds))
     for model, (m, i, k) in zip(models, grid):
-        acc[m, i, k] = accuracy(model, torch.tensor(Xt[k], dtype=torch.float32), torch.tensor(Yt[k]),
-                                torch.tensor(Kt[k][i]))
+        acc[m, i, k] = accuracy(model, Xt[k], Yt[k], Kt[k, i])
     return {"acc": acc, "alpha": alpha, "diverged": diverged, "n_train": n_train}
