@@ -15,8 +15,9 @@ Notation (Kingma et al. 2021, "variational diffusion models"; Song et al. 2021, 
 :func:`train_ensemble` trains ``K`` independent copies of one architecture at once (one per colour signal and seed)
 with :func:`lib.train.train_stacked` (``torch.func.vmap`` over stacked parameters): the models never interact (the
 summed loss has a block-diagonal gradient, and AdamW acts elementwise). On a CPU this is about 1.5x faster than a
-loop over 12 models and no faster for 2 (measured); :class:`Ensemble` is the same stacked forward pass, used to
-sample from all K models at the checkpoints.
+loop over 12 models and no faster for 2 to 6 (measured: the chapter's processes hold 3 or 6, and a per-model loop
+costs the same 19-21 ms a model-step there); :class:`Ensemble` is the same stacked forward pass, used to sample
+from all K models at the checkpoints.
 """
 
 from __future__ import annotations
