@@ -213,23 +213,22 @@ def train_vit(
     def masks(k):  # key mask (R, B, 1, L) and query mask (R, B, L) of the kept tokens, or None
         return (None, None) if k is None else (k[:, :, None, :], k)
 
-    names = [n for n, _ in model.named_parameters()]
     chunk = max(1, EVAL_ELEMENTS // (R * cfg["L"] * cfg["m"]))
 
     def evaluate(members):
-        """Test hinge and attention mass (R,) of ``members`` (NaN for the others), and the attention (R, L, L) of
-        test sample 0; the test set goes through in chunks so that the hidden layer (runs, chunk, L, m) stays
-        small (the same per-sample values as one pass, a few times faster)."""
+        """Test hinge and attention mass (R,) of ``members`` (NaN for the others), and the members' attention
+        (len(members), L, L) on test sample 0; the test set goes through in chunks so that the hidden layer
+        (runs, chunk, L, m) stays small (the same per-sample values as one pass, a few times faster)."""
         lt, mt = torch.full((R,), float("nan")), torch.full((R,), float("nan"))
         if len(members) == 0:
             return lt, mt, None
-        params = {n: p.detach()[members] for n, p in zip(names, model.parameters())}
+        sub = {n: p.detach()[members] for n, p in model.named_parameters()}  # the members' own weights
         loss, mass, A0 = [], [], None
         with torch.no_grad():
             for s in range(0, Xt.shape[1], chunk):
                 sl = slice(s, s + chunk)
                 allowed, queries = masks(None if keept is None else keept[members, sl])
-                out, A = functional_call(model, params, (Xt[members, sl],),
+                out, A = functional_call(model, sub, (Xt[members, sl],),
                                          dict(allowed=allowed, queries=queries, return_attention=True))
                 loss.append(torch.relu(1 - yt[members, sl] * out))
                 mass.append(attention_mass(A, relt[members, sl]))
