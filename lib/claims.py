@@ -16,9 +16,15 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from .config import check_in
 
-STATUSES = ("reproduced", "partly reproduced", "not reproduced")
+#: A claim's status. ``inconclusive``: the experiment could not decide (a precondition of its rule failed: the model
+#: did not learn, the data break the theorem's hypotheses, too few points or seeds, an exponent interval too wide to
+#: tell the predicted law from its nearest competitor); it always carries a reason and is never read as a failure.
+STATUSES = ("reproduced", "partly reproduced", "not reproduced", "inconclusive")
+INCONCLUSIVE = "inconclusive"
 #: status of a claim whose evidence only full mode can afford, in a quick build
 FULL_ONLY = "checked in full mode"
 #: what a claim is: ``paper`` (the paper says it; the check could fail at the paper's strictness), ``book`` (the
@@ -62,6 +68,9 @@ class Claim:
     mode: str = field(default_factory=lambda: os.environ.get("BOOK_MODE", "full"))
     kind: str = "paper"
     deviation: str = ""
+    reason: str = ""
+    preconditions: list = field(default_factory=list)
+    rule_after_run: str = ""
 
     @property
     def as_expected(self) -> bool:
@@ -95,6 +104,54 @@ def status(ok: bool, partly: bool = False) -> str:
     return STATUSES[0] if bool(ok) else (STATUSES[1] if bool(partly) else STATUSES[2])
 
 
+def exponent_status(fit, predicted: float, *, competing=None) -> tuple[str, str, str]:
+    """Decide a rate, exponent or scaling law by a fitted exponent's interval (:func:`lib.stats.power_law_exponent`).
+
+    ``competing`` are the exponents of the laws the experiment must tell the predicted one from; by default no
+    dependence (0) and twice the predicted exponent. Returns ``(status, reason, rule)``: ``"inconclusive"`` (with the
+    reason) when the interval is wider than the gap from ``predicted`` to the nearest competing exponent, since the
+    grid cannot tell the laws apart; otherwise ``"reproduced"`` when the interval covers ``predicted`` and ``"not
+    reproduced"`` when it does not. ``rule`` states this, for the claim's ``tolerance``.
+    """
+    for name in ("exponent", "lo", "hi", "level"):
+        if not hasattr(fit, name):
+            raise ValueError(f"fit must be a fitted exponent (lib.stats.power_law_exponent), got {fit!r}")
+    predicted = float(predicted)
+    if not np.isfinite(predicted):
+        raise ValueError(f"predicted must be a finite number, got {predicted!r}")
+    competing = [0.0, 2.0 * predicted] if competing is None else [float(c) for c in np.atleast_1d(competing)]
+    competing = [c for c in competing if c != predicted]
+    if not competing or not np.all(np.isfinite(competing)):
+        raise ValueError(f"competing must hold finite exponents other than the predicted one, got {competing!r}")
+    gap = min(abs(c - predicted) for c in competing)
+    names = ", ".join(f"{c:g}" for c in competing)
+    rule = (f"the {fit.level:.0%} bootstrap interval of the fitted exponent covers {predicted:g}; inconclusive when "
+            f"it is wider than {gap:g}, the gap to the nearest competing exponent ({names})")
+    width = fit.hi - fit.lo
+    if width > gap:
+        return INCONCLUSIVE, (f"the exponent's interval ({fit.lo:.2f} to {fit.hi:.2f}, width {width:.2f}) is wider "
+                              f"than the gap {gap:g} between the predicted {predicted:g} and the nearest competing "
+                              f"exponent: the grid cannot tell the laws apart"), rule
+    return status(fit.lo <= predicted <= fit.hi), "", rule
+
+
+def failed_preconditions(preconditions) -> list[str]:
+    """The descriptions of the preconditions that failed, from a mapping ``{description: held}`` (in order)."""
+    if preconditions is None:
+        return []
+    if not hasattr(preconditions, "items") or isinstance(preconditions, (str, bytes)):
+        raise ValueError(f"preconditions must be a mapping {{description: bool}}, got {preconditions!r}")
+    out = []
+    for what, held in preconditions.items():
+        if not isinstance(what, str) or not what.strip():
+            raise ValueError(f"preconditions: every key must be a non-empty description, got {what!r}")
+        if not isinstance(held, (bool, np.bool_)):
+            raise ValueError(f"preconditions: {what!r} must map to a bool, got {held!r}")
+        if not bool(held):
+            out.append(what)
+    return out
+
+
 def record(
     *,
     source: str,
@@ -109,6 +166,9 @@ def record(
     note: str = "",
     work: str | None = None,
     full_mode_only: bool = False,
+    preconditions=None,
+    reason: str = "",
+    rule_after_run: str = "",
 ) -> Claim:
     """Record one claim of the current chapter and return it.
 
@@ -129,6 +189,14 @@ def record(
         work: bibtex key of the work (one of :data:`WORKS`); defaults to the chapter's work.
         full_mode_only: the evidence needed to decide (seeds, grid) is affordable only in full mode: in a quick
             build the claim is recorded with status :data:`FULL_ONLY`, its quick measurement kept for information.
+        preconditions: ``{description: held}``, checked by the chapter's code before its rule: the model learned
+            (beats a stated baseline), the data satisfy the theorem's checkable hypotheses, enough points or seeds.
+            Write each description as the condition that must hold, with its numbers. If any fails, the claim is
+            recorded :data:`INCONCLUSIVE` whatever ``status`` says, the failed ones being its reason.
+        reason: why the claim is :data:`INCONCLUSIVE`; required when ``status`` is ``"inconclusive"`` (e.g. an
+            exponent interval too wide to tell the laws apart), added to the failed preconditions otherwise.
+        rule_after_run: how the rule or tolerance was set after a first run ("the 5 % bound was written after a
+            quick run drifted by 2 %"), or ``""`` when it was fixed before running; the report lists these.
     """
     if _state["slug"] is None:
         raise ValueError("call lib.chapter.setup(...) or lib.claims.chapter(slug, title) before record()")
@@ -150,6 +218,21 @@ def record(
         raise ValueError("deviation is only for claims expected not to reproduce fully; use note for caveats")
     if not isinstance(full_mode_only, bool):
         raise ValueError(f"full_mode_only must be a bool, got {full_mode_only!r}")
+    for name, value in (("reason", reason), ("rule_after_run", rule_after_run)):
+        if not isinstance(value, str):
+            raise ValueError(f"{name} must be a string, got {value!r}")
+    failed = failed_preconditions(preconditions)
+    checked = [{"what": w, "held": bool(h)} for w, h in (preconditions or {}).items()]
+    if status == INCONCLUSIVE and not (reason.strip() or failed):
+        raise ValueError("reason must say why the claim is inconclusive")
+    if status != INCONCLUSIVE and reason.strip() and not failed:
+        raise ValueError("reason is only for inconclusive claims; use note for caveats")
+    if failed or status == INCONCLUSIVE:
+        status = INCONCLUSIVE
+        reason = "; ".join([*(f"precondition failed: {w}" for w in failed), *([reason.strip()] if reason.strip()
+                                                                               else [])])
+    else:
+        reason = ""
     mode = os.environ.get("BOOK_MODE", "full").strip().lower() or "full"
     if full_mode_only and mode == "quick":
         status = FULL_ONLY
@@ -167,6 +250,9 @@ def record(
         mode=mode,
         kind=kind,
         deviation=deviation,
+        reason=reason,
+        preconditions=checked,
+        rule_after_run=rule_after_run.strip(),
     )
     _state["claims"].append(claim)
     _write()
@@ -202,6 +288,7 @@ _BADGE = {
     "reproduced": ("#1a7f37", "reproduced"),
     "partly reproduced": ("#9a6700", "partly reproduced"),
     "not reproduced": ("#cf222e", "not reproduced"),
+    INCONCLUSIVE: ("#6639ba", "inconclusive"),
 }
 
 
@@ -238,8 +325,13 @@ def table_html(claims: list[dict] | list[Claim], *, show_chapter: bool = False, 
         expect_note = f"<br><em>chapter expects: {e(c['expect'])}</em>" if mismatch else ""
         chap = f"<td>{e(c.get('chapter_title') or c['chapter'])}</td>" if show_chapter else ""
         extra = ""
+        if c.get("reason"):
+            extra += f'<div class="eld-claim-note"><strong>Could not decide:</strong> {e(c["reason"])}</div>'
         if c.get("deviation"):
             extra += f'<div class="eld-claim-note"><strong>Known deviation:</strong> {e(c["deviation"])}</div>'
+        if c.get("rule_after_run"):
+            extra += (f'<div class="eld-claim-note"><strong>Rule written after a run:</strong> '
+                      f'{e(c["rule_after_run"])}</div>')
         if c.get("note"):
             extra += f'<div class="eld-claim-note">{e(c["note"])}</div>'
         kind = c.get("kind", "paper")
@@ -286,7 +378,7 @@ class ClaimsTable:
 
     def __repr__(self) -> str:
         lines = [f"[{c.status}] ({c.kind}) {c.source}: {c.statement} | expected {c.expected} | measured {c.measured}"
-                 for c in self.claims]
+                 + (f" | could not decide: {c.reason}" if c.reason else "") for c in self.claims]
         return "\n".join(lines) or "(no claims recorded)"
 
 
@@ -411,18 +503,45 @@ def load_manifests(directory) -> dict:
     return out
 
 
-def coverage(manifest: dict, claims_list) -> list[dict]:
-    """For every item of ``manifest``: the claims of its work whose source mentions it, and its explanation.
+#: How an item of a coverage manifest is covered, strongest first: by a paper claim that decides (reproduced, partly,
+#: not reproduced, or decided in full mode), by paper claims that could not decide, only by the book's own results or
+#: illustrations, by none (the manifest says why), or not at all.
+COVERAGE = ("paper", "inconclusive", "illustrated", "explained", "gap")
 
-    Returns dicts ``{id, what, claims, explained, covered}``; ``covered`` is True when at least one claim
-    names the item. An item with neither claims nor an explanation is a coverage gap.
+
+def _strength(c: dict) -> tuple:
+    """Sort key of a claim's evidence: a deciding paper claim first, then inconclusive paper, book, illustration."""
+    kind_rank = {"paper": 0, "book": 1, "illustration": 2}.get(c.get("kind", "paper"), 3)
+    state = c.get("status", "")
+    return (kind_rank, state == INCONCLUSIVE, STATUSES.index(state) if state in STATUSES else 0)
+
+
+def coverage(manifest: dict, claims_list) -> list[dict]:
+    """For every item of ``manifest``: the claims of its work whose source mentions it, strongest first, and how the
+    item is covered (one of :data:`COVERAGE`).
+
+    Returns dicts ``{id, what, claims, explained, covered, by, strongest}``: ``by`` is ``"paper"`` when a paper
+    claim decides the item (or decides it in full mode), ``"inconclusive"`` when its paper claims could not decide,
+    ``"illustrated"`` when only book results or illustrations name it, ``"explained"`` when no claim names it but the
+    manifest says why, ``"gap"`` otherwise; ``strongest`` is the first claim (or None); ``covered`` is True when any
+    claim names the item.
     """
     claims_list = [asdict(c) if isinstance(c, Claim) else c for c in claims_list]
     mine = [c for c in claims_list if c["work"] == manifest["work"]]
     rows = []
     for item in manifest["items"]:
         match = item.get("match", [item["id"]])
-        hits = [c for c in mine if any(source_mentions(c["source"], m) for m in match)]
+        hits = sorted((c for c in mine if any(source_mentions(c["source"], m) for m in match)), key=_strength)
+        paper = [c for c in hits if c.get("kind", "paper") == "paper"]
+        if any(c.get("status") != INCONCLUSIVE for c in paper):
+            by = "paper"
+        elif paper:
+            by = "inconclusive"
+        elif hits:
+            by = "illustrated"
+        else:
+            by = "explained" if item.get("explained") else "gap"
         rows.append({"id": item["id"], "what": item.get("what", ""), "claims": hits,
-                     "explained": item.get("explained", ""), "covered": bool(hits)})
+                     "explained": item.get("explained", ""), "covered": bool(hits), "by": by,
+                     "strongest": hits[0] if hits else None})
     return rows

@@ -3,6 +3,10 @@
     python scripts/lint_chapters.py          # check (used by `make lint`): ruff check + ruff format --check
     python scripts/lint_chapters.py --fix    # apply ruff's fixes and formatting, and write the chapters back
 
+It also checks the ledger's rule that a claim has one expectation in both modes: no ``expect=`` (in a chapter or in
+``lib``) may depend on the build mode (``config.pick(...)``, ``BOOK_MODE``, ``QUICK``); a claim quick mode cannot decide
+is ``full_mode_only=True``.
+
 The notebooks are written to a temporary folder (the `.ipynb` twins are never committed); ruff reads only their
 code cells, so the prose is left alone. Settings: `notebooks/ruff.toml` (the library's rules, code wrapped at 88
 characters for the book's text column).
@@ -23,6 +27,47 @@ BIN = Path(sys.executable).parent
 
 def chapters() -> list[Path]:
     return sorted(ROOT.glob("notebooks/*/[0-9]*.md")) + [ROOT / "notebooks" / "_template.md"]
+
+
+_MODE_WORDS = ("pick", "book_mode", "quick", "mode")
+
+
+def mode_dependent_expects(code: str, where: str = "<code>") -> list[str]:
+    """``where:line`` of every ``expect=`` keyword whose value reads the build mode (``config.pick``, ``BOOK_MODE``,
+    ``QUICK``, a ``mode`` variable), in ``code``; a cell that does not parse (IPython magics) is skipped."""
+    import ast
+
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return []
+    bad = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        for kw in node.keywords:
+            if kw.arg != "expect":
+                continue
+            names = {n.id for n in ast.walk(kw.value) if isinstance(n, ast.Name)}
+            names |= {n.attr for n in ast.walk(kw.value) if isinstance(n, ast.Attribute)}
+            if any(w in name.lower() for name in names for w in _MODE_WORDS):
+                bad.append(f"{where}:{kw.value.lineno}: expect= depends on the build mode "
+                           f"({ast.unparse(kw.value)[:60]}); use one expectation and full_mode_only=True")
+    return bad
+
+
+def ledger_violations() -> list[str]:
+    """Mode-dependent expectations in the chapters' code cells and in ``lib``."""
+    import jupytext
+
+    bad = []
+    for md in chapters():
+        for i, cell in enumerate(jupytext.read(md).cells):
+            if cell.cell_type == "code":
+                bad += mode_dependent_expects(cell.source, f"{md.relative_to(ROOT)} (code cell {i})")
+    for py in sorted((ROOT / "lib").rglob("*.py")):
+        bad += mode_dependent_expects(py.read_text(), str(py.relative_to(ROOT)))
+    return bad
 
 
 def main() -> int:
@@ -53,7 +98,10 @@ def main() -> int:
                     print(f"rewrote {md.relative_to(ROOT)}")
         check = subprocess.run(ruff + ["check", "--config", str(CONFIG), "--output-format", "concise", *files])
         fmt = subprocess.run(ruff + ["format", "--config", str(CONFIG), "--check", *files])
-        return check.returncode or fmt.returncode
+    ledger = ledger_violations()
+    for line in ledger:
+        print(line)
+    return check.returncode or fmt.returncode or int(bool(ledger))
 
 
 if __name__ == "__main__":

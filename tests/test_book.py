@@ -13,6 +13,7 @@
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -105,6 +106,35 @@ def test_every_manifest_item_is_covered_or_explained():
     assert not gaps, "items neither covered by a claim nor explained:\n" + "\n".join(gaps)
 
 
+def test_every_manifest_item_is_decided_by_the_paper_or_says_why_not():
+    """Coverage by evidence: an item named only by the book's own results or illustrations must say, in its manifest
+    entry, why no claim of the paper decides it (an item whose paper claims are inconclusive carries their reasons)."""
+    from lib.claims import coverage, load_manifests
+
+    claims = [c for cs in _claims_by_doc().values() for c in cs]
+    works = {c["work"] for c in claims}
+    weak = []
+    for manifest in load_manifests(ROOT / "book" / "coverage").values():
+        if manifest["work"] in works:
+            weak += [f"{manifest['work']}: {r['id']} (only {', '.join(c['kind'] for c in r['claims'])} claims)"
+                     for r in coverage(manifest, claims) if r["by"] == "illustrated" and not r["explained"]]
+    assert not weak, "items covered only by book results or illustrations, with no reason given:\n" + "\n".join(weak)
+
+
+def test_rates_and_exponents_decide_by_an_interval():
+    """A rule that reads R^2 of a line cannot see an exponent: any claim whose rule mentions R^2 decides by the
+    fitted exponent's interval as well (lib.stats.power_law_exponent, lib.claims.exponent_status)."""
+    bad = [f"{c['chapter']}: {c['source']}: {c['tolerance']}" for cs in _claims_by_doc().values() for c in cs
+           if re.search(r"R\^?2|R²|r_squared", c["tolerance"]) and "interval" not in c["tolerance"]]
+    assert not bad, "rules that decide by R^2 alone:\n" + "\n".join(bad)
+
+
+def test_inconclusive_claims_say_why():
+    bad = [f"{c['chapter']}: {c['source']}" for cs in _claims_by_doc().values() for c in cs
+           if c["status"] == "inconclusive" and not c.get("reason")]
+    assert not bad, "inconclusive claims without a reason:\n" + "\n".join(bad)
+
+
 def test_no_covered_manifest_item_says_it_is_not_covered():
     """A manifest note "not yet covered" goes when a claim names the item: the report must not contradict itself."""
     from lib.claims import coverage, load_manifests
@@ -120,7 +150,7 @@ def test_no_covered_manifest_item_says_it_is_not_covered():
 
 def test_report_page_headline_deviations_coverage_and_downloads():
     page = (BUILD / "html" / "book" / "report.html").read_text()
-    assert "claims made by the papers" in page and 'id="known-deviations"' in page and "Coverage:" in page
+    assert "claims made by the papers" in page and 'id="known-deviations"' in page and "Coverage of the" in page
     for name in ("claims.json", "claims.csv"):
         assert f'href="../{name}"' in page and (BUILD / "html" / name).exists()
     assert len(json.loads((BUILD / "html" / "claims.json").read_text())) == sum(

@@ -139,3 +139,73 @@ def test_claims_tables_typeset_inline_math():
                statement="sharpness $2/\\eta$")
     out = claims.table_html([row])
     assert "mathjax_process" in out and "\\(2/\\eta\\)" in out and "$" not in out.split("</style>")[1]
+
+
+def test_inconclusive_claims_need_a_reason_and_preconditions_decide(ledger):
+    with pytest.raises(ValueError, match="reason"):
+        claims.record(**BASE, status="inconclusive", kind="paper")
+    with pytest.raises(ValueError, match="reason"):
+        claims.record(**BASE, status="reproduced", kind="paper", reason="a caveat, not a reason")
+    c = claims.record(**BASE, status="inconclusive", kind="paper", reason="three points cannot fit an exponent")
+    assert c.status == claims.INCONCLUSIVE and not c.as_expected and "three points" in c.reason
+    # a failed precondition overrides the rule's verdict: the claim could not be decided
+    pre = {"the model beats the mean predictor (relative MSE 0.95 < 0.5)": False, "10 seeds": True}
+    c = claims.record(**BASE, status="not reproduced", kind="paper", preconditions=pre, expect="inconclusive",
+                      deviation="at this size the model does not learn")
+    assert c.status == "inconclusive" and c.as_expected
+    assert c.reason == "precondition failed: the model beats the mean predictor (relative MSE 0.95 < 0.5)"
+    assert c.preconditions == [{"what": k, "held": v} for k, v in pre.items()]
+    c = claims.record(**BASE, status="not reproduced", kind="paper", preconditions={"10 seeds": True})
+    assert c.status == "not reproduced" and c.reason == ""
+    for bad in ({"": True}, {"x": "yes"}, ["x"]):
+        with pytest.raises(ValueError, match="preconditions"):
+            claims.record(**BASE, status="reproduced", kind="paper", preconditions=bad)
+    assert "Could not decide" in claims.show()._repr_html_()
+
+
+def test_rules_written_after_a_run_are_recorded(ledger):
+    c = claims.record(**BASE, status="reproduced", kind="paper", rule_after_run="5 % set after a first run at 2 %")
+    payload = json.loads((ledger / "unit-test.json").read_text())
+    assert c.rule_after_run and payload["claims"][0]["rule_after_run"].startswith("5 %")
+    assert "Rule written after a run" in claims.show()._repr_html_()
+    with pytest.raises(ValueError, match="rule_after_run"):
+        claims.record(**BASE, status="reproduced", kind="paper", rule_after_run=True)
+
+
+def test_exponent_status_passes_the_predicted_law_and_fails_twice_it():
+    import numpy as np
+
+    from lib.stats import power_law_exponent
+
+    rng = np.random.default_rng(0)
+    x = np.geomspace(1, 16, 6)
+    noise = np.exp(0.05 * rng.standard_normal((6, 8)))
+    right = power_law_exponent(x, 2.0 * x[:, None] ** -2 * noise)
+    doubled = power_law_exponent(x, 2.0 * x[:, None] ** -4 * noise)
+    state, reason, rule = claims.exponent_status(right, -2)
+    assert state == "reproduced" and reason == "" and "covers -2" in rule
+    assert claims.exponent_status(doubled, -2)[0] == "not reproduced"
+    # three noisy points and three seeds cannot tell -2 from 0 or -4: inconclusive, with the reason
+    wide = power_law_exponent(x[:3], 2.0 * x[:3, None] ** -2 * np.exp(1.0 * rng.standard_normal((3, 3))))
+    state, reason, _ = claims.exponent_status(wide, -2)
+    assert state == "inconclusive" and "cannot tell" in reason
+    assert claims.exponent_status(right, -2, competing=[-1.99])[0] == "inconclusive"  # too close to tell apart
+    for bad, name in ((dict(fit=1.0, predicted=-2), "fit"), (dict(fit=right, predicted=float("nan")), "predicted"),
+                      (dict(fit=right, predicted=-2, competing=[-2]), "competing")):
+        with pytest.raises(ValueError, match=name):
+            claims.exponent_status(**bad)
+
+
+def test_coverage_classes_by_the_strongest_claim(tmp_path):
+    path = tmp_path / "m.yml"
+    path.write_text("work: chen2023eos\nitems:\n" + "".join(f"  - {{id: Fig {i}}}\n" for i in range(1, 6))
+                    + "  - {id: Fig 6, explained: a schematic}\n")
+    manifest = claims.load_manifest(path)
+    c = lambda src, kind="paper", st="reproduced": dict(work="chen2023eos", source=src, kind=kind, status=st)  # noqa: E731
+    ledger = [c("Fig 1", "book"), c("Fig 1", st="not reproduced"), c("Fig 2", st="inconclusive"),
+              c("Fig 3", "illustration"), c("Fig 3", "book"), c("Fig 4", st=claims.FULL_ONLY)]
+    rows = {r["id"]: r for r in claims.coverage(manifest, ledger)}
+    assert [rows[f"Fig {i}"]["by"] for i in range(1, 7)] == ["paper", "inconclusive", "illustrated", "paper", "gap",
+                                                             "explained"]
+    assert rows["Fig 1"]["strongest"]["kind"] == "paper" and rows["Fig 3"]["strongest"]["kind"] == "book"
+    assert rows["Fig 5"]["strongest"] is None

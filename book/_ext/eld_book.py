@@ -124,8 +124,8 @@ def load_claims(claims_dir: Path, docnames=None) -> list[dict]:
     return out
 
 
-STATUS_ORDER = ("reproduced", "partly reproduced", "not reproduced", "checked in full mode")
-KIND_LABEL = {"paper": "claims of the papers", "book": "the book's own results", "illustration": "illustrations"}
+STATUS_ORDER = ("reproduced", "partly reproduced", "not reproduced", "inconclusive", "checked in full mode")
+KIND_LABEL = {"paper": "claims of the papers", "book": "results of the book's own", "illustration": "illustrations"}
 
 
 def _counts_html(items, badge) -> str:
@@ -140,7 +140,7 @@ def _export(app, claims: list[dict]) -> None:
     import io
 
     fields = ["work", "kind", "chapter", "docname", "source", "statement", "expected", "measured", "tolerance",
-              "status", "expect", "deviation", "note", "mode"]
+              "status", "expect", "deviation", "reason", "rule_after_run", "note", "mode"]
     out = Path(app.outdir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "claims.json").write_text(json.dumps([{k: c.get(k, "") for k in fields} for c in claims], indent=1))
@@ -180,14 +180,22 @@ def _report_html(app, fromdocname: str) -> str:
     anchor = {id(c): f"claim-{c['chapter']}-{i}" for cs in index.values() for i, c in enumerate(cs)}
     mode = sorted({c.get("mode", "full") for c in claims})
     paper = [c for c in claims if c["kind"] == "paper"]
+    decided = [c for c in paper if c["status"] in STATUS_ORDER[:3]]
+    undecided = [c for c in paper if c["status"] == "inconclusive"]
+    later = [c for c in paper if c["status"] == "checked in full mode"]
     unexpected = [c for c in claims if c["status"] not in (c["expect"], "checked in full mode")]
     works = [w for w in WORKS if any(c["work"] == w for c in claims)]
     works += sorted({c["work"] for c in claims} - set(works))
     parts = [
-        f"<p>This build ({', '.join(mode)} mode) checked <strong>{len(paper)}</strong> claims made by the papers: "
-        + _counts_html(paper, badge) + ". Besides these it recorded "
+        f"<p>This build ({', '.join(mode)} mode) recorded <strong>{len(paper)}</strong> claims made by the papers. "
+        f"It decided <strong>{len(decided)}</strong> of them: " + _counts_html(decided, badge) + "; "
+        f'it could not decide <a href="#could-not-decide">{len(undecided)}</a> (inconclusive: a precondition of the '
+        "test failed, or the data cannot tell the laws apart)"
+        + (f"; {len(later)} are decided only by the full build" if later else "") + ". Besides these it recorded "
         + ", ".join(f"{sum(c['kind'] == k for c in claims)} {KIND_LABEL[k]}" for k in ("book", "illustration"))
         + f". Claims whose status differs from what their chapter expects: <strong>{len(unexpected)}</strong>. "
+        f'Rules written after a first run: <a href="#rules-after-a-run">'
+        f"{sum(bool(c.get('rule_after_run')) for c in claims)}</a>. "
         f'The whole ledger: <a href="{root}claims.json" download>claims.json</a>, '
         f'<a href="{root}claims.csv" download>claims.csv</a>.</p>',
         '<div class="eld-claims-wrap"><table class="eld-claims"><thead><tr><th>work</th><th>claims of the paper</th>'
@@ -201,6 +209,11 @@ def _report_html(app, fromdocname: str) -> str:
     parts.append("</tbody></table></div>")
     # what did not fully reproduce, and every known deviation, each linked to its row
     short = [c for c in claims if c["status"] in STATUS_ORDER[1:3] or c.get("deviation")]
+    parts += _listing(claims, "could-not-decide", "Could not decide (inconclusive)", "why not",
+                      lambda c: c["status"] == "inconclusive" or bool(c.get("reason")), lambda c: c.get("reason", ""),
+                      uri, anchor, badge)
+    parts += _listing(claims, "rules-after-a-run", "Rules written after a first run", "how the rule was set",
+                      lambda c: bool(c.get("rule_after_run")), lambda c: c["rule_after_run"], uri, anchor, badge)
     parts.append('<h2 id="known-deviations">Not fully reproduced, and known deviations</h2>')
     if short:
         parts.append('<div class="eld-claims-wrap"><table class="eld-claims"><thead><tr><th>status</th>'
@@ -220,22 +233,7 @@ def _report_html(app, fromdocname: str) -> str:
         parts.append("<p>Claims of the paper: " + _counts_html([c for c in items if c["kind"] == "paper"], badge)
                      + "</p>")
         if work in manifests:
-            rows = coverage(manifests[work], items)
-            n_cov = sum(r["covered"] for r in rows)
-            n_gap = sum(not r["covered"] and not r["explained"] for r in rows)
-            parts.append(f"<details><summary>Coverage: {n_cov} of {len(rows)} numbered figures, tables and results "
-                         f"are checked by claims; {len(rows) - n_cov - n_gap} are explained"
-                         + (f"; <strong>{n_gap} neither</strong>" if n_gap else "") + "</summary>")
-            parts.append('<div class="eld-claims-wrap"><table class="eld-claims"><thead><tr><th>item</th><th>what</th>'
-                         "<th>covered by</th></tr></thead><tbody>")
-            for r in rows:
-                if r["covered"]:
-                    cov = ", ".join(f'<a href="{uri[c["docname"]]}#{anchor[id(c)]}">{e(c["source"])}</a> '
-                                    f"{badge(c['status'])}" for c in r["claims"])
-                else:
-                    cov = f"<em>not covered: {e(r['explained'])}</em>" if r["explained"] else "<strong>gap</strong>"
-                parts.append(f"<tr><td>{e(r['id'])}</td><td>{e(r['what'])}</td><td>{cov}</td></tr>")
-            parts.append("</tbody></table></div></details>")
+            parts += _coverage_html(coverage(manifests[work], items), uri, anchor, badge)
         by_chapter = defaultdict(list)
         for c in items:
             by_chapter[c["docname"]].append(c)
@@ -244,6 +242,63 @@ def _report_html(app, fromdocname: str) -> str:
             parts.append(f'<h3><a href="{uri[docname]}">{e(title)}</a></h3>')
             parts.append(_table_with_anchors(chapter_claims, anchor, table_html))
     return "\n".join(parts)
+
+
+def _listing(claims, anchor_id, title, why_head, select, why, uri, anchor, badge) -> list[str]:
+    """A section listing the claims that ``select`` picks, each linked to its row, with ``why(claim)``."""
+    import html
+
+    e = html.escape
+    rows = [c for c in claims if select(c)]
+    out = [f'<h2 id="{anchor_id}">{e(title)}</h2>']
+    if not rows:
+        return out + ["<p>None.</p>"]
+    out.append('<div class="eld-claims-wrap"><table class="eld-claims"><thead><tr><th>status</th>'
+               f"<th>kind, source</th><th>claim</th><th>{e(why_head)}</th></tr></thead><tbody>")
+    for c in rows:
+        link = f'{uri[c["docname"]]}#{anchor[id(c)]}'
+        out.append(f"<tr><td>{badge(c['status'])}</td><td>{e(c['kind'])}<br>"
+                   f'<a href="{link}">{e(c["source"])}</a> ({e(c.get("chapter_title") or c["chapter"])})</td>'
+                   f"<td>{e(c['statement'])}</td><td>{e(why(c))}</td></tr>")
+    return out + ["</tbody></table></div>"]
+
+
+#: what each coverage class of lib.claims.COVERAGE means on the report
+COVERAGE_LABEL = {
+    "paper": "decided by a claim of the paper",
+    "inconclusive": "only inconclusive claims of the paper",
+    "illustrated": "only the book's own results or illustrations",
+    "explained": "not covered (the reason is given)",
+    "gap": "not covered, no reason given",
+}
+
+
+def _coverage_html(rows, uri, anchor, badge) -> list[str]:
+    """A work's coverage: the headline counts by class, and per item its strongest claim's kind and status."""
+    import html
+
+    e = html.escape
+    counts = Counter(r["by"] for r in rows)
+    head = "; ".join(f"{counts[k]} {COVERAGE_LABEL[k]}" for k in COVERAGE_LABEL if counts.get(k))
+    out = [f"<p><strong>Coverage of the {len(rows)} numbered items</strong> (figures, tables, results, algorithms, "
+           f"remarks): {head}.</p>",
+           f"<details><summary>Coverage, item by item ({counts.get('paper', 0)} of {len(rows)} decided by a claim "
+           "of the paper)</summary>",
+           '<div class="eld-claims-wrap"><table class="eld-claims"><thead><tr><th>item</th><th>what</th>'
+           "<th>strongest evidence</th><th>all claims, or why none</th></tr></thead><tbody>"]
+    for r in rows:
+        best = r["strongest"]
+        if best is not None:
+            strongest = f"{badge(best['status'])}<br>{e(best.get('kind', 'paper'))}"
+            cov = ", ".join(f'<a href="{uri[c["docname"]]}#{anchor[id(c)]}">{e(c["source"])}</a> '
+                            f"({e(c.get('kind', 'paper'))}, {e(c['status'])})" for c in r["claims"])
+            if r["explained"] and r["by"] != "paper":
+                cov += f"<br><em>why no deciding claim of the paper: {e(r['explained'])}</em>"
+        else:
+            strongest = "&ndash;"
+            cov = f"<em>not covered: {e(r['explained'])}</em>" if r["explained"] else "<strong>gap</strong>"
+        out.append(f"<tr><td>{e(r['id'])}</td><td>{e(r['what'])}</td><td>{strongest}</td><td>{cov}</td></tr>")
+    return out + ["</tbody></table></div></details>"]
 
 
 def _table_with_anchors(chapter_claims, anchor, table_html) -> str:
