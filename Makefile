@@ -30,7 +30,7 @@ CLEAR_CACHE = $(if $(filter 1 yes true,$(KEEP_CACHE)),@echo "KEEP_CACHE=$(KEEP_C
 
 setup: $(STAMP) $(NODE_STAMP)
 
-$(STAMP): requirements.txt pyproject.toml binder/overrides.json
+$(STAMP): requirements.txt constraints.txt pyproject.toml binder/overrides.json
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .
