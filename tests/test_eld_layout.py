@@ -42,3 +42,22 @@ def test_the_book_loads_the_extension():
 
     cfg = yaml.safe_load((ROOT / "_config.yml").read_text())
     assert cfg["sphinx"]["local_extensions"]["eld_layout"] == "book/_ext"
+
+
+def test_stacked_claims_labels_match_the_claims_tables_columns():
+    """The phone layout labels a claim row's last three cells expected, measured and rule, and stacks only the tables
+    with six columns or more: lib.claims.table_html's columns, with and without the report's chapter column."""
+    from lib.claims import Claim, table_html
+
+    claim = Claim(work="w", source="Fig 1", statement="s", expected="e", measured="m", tolerance="t",
+                  status="reproduced", chapter="c")
+    for show_chapter, n in ((False, 6), (True, 7)):
+        heads = re.findall(r"<th>([^<]*)</th>", table_html([claim], show_chapter=show_chapter))
+        assert len(heads) == n and heads[-3:] == ["expected", "measured", "rule"]
+        row = re.search(r"<tbody><tr[^>]*>(.*)</tr></tbody>", table_html([claim], show_chapter=show_chapter)).group(1)
+        assert row.count("<td>") == n
+    css = CSS.read_text()
+    for label, k in (("expected", 3), ("measured", 2)):
+        assert f'td:nth-last-child({k}):nth-child(n+{7 - k})::before {{ content: "{label}: "' in css
+    assert 'td:last-child:nth-child(n+6)::before { content: "rule: "' in css
+    assert ":has(th:nth-child(6))" in css

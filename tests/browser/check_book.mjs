@@ -4,7 +4,8 @@
 //
 // On every page and width: no console error, no uncaught exception, no failed or external request; the page
 // does not scroll sideways on a phone; every math element is typeset by the MathJax the book serves itself;
-// no theorem box holds raw TeX; no code cell is wider than its box;
+// no theorem box holds raw TeX; no code cell is wider than its box; on a phone the claims tables are stacked,
+// not scrolled;
 // the sidebar button opens the table of contents on a phone and folds the sidebar on a desktop. At 1280 px
 // every static widget frame changes when one of its sliders moves (by script and by keyboard).
 //
@@ -198,9 +199,20 @@ async function noRawTexInTheorems(page, ctx) {
   return raw.slice(0, 3).map((t) => `raw TeX in a theorem box: ${JSON.stringify(t)}`);
 }
 
+/** On a phone the tables of claims (six columns or more) are stacked (book/_ext/static/eld_layout.css): none is
+ *  wider than its box, so the statement, the values and the rule read without sideways scrolling. */
+async function claimsStacked(page, ctx) {
+  if (ctx.vp.name !== "phone") return [];
+  const wide = await page.evaluate(() => [...document.querySelectorAll(".eld-claims-wrap")]
+    .filter((w) => w.querySelector("th:nth-child(6)") && w.scrollWidth > w.clientWidth + 1)
+    .map((w) => `${w.scrollWidth} px in ${w.clientWidth} px`));
+  return wide.length ? [`${wide.length} claims tables scroll sideways on a phone, e.g. ${wide[0]}`] : [];
+}
+
 // Run on every page at every width, in this order; then the screenshot, the sidebar (it changes the page) and,
 // last, the console (it must see what the other checks caused).
-export const CHECKS = [noSidewaysScroll, mathRendered, noRawTexInTheorems, codeFits, widgetsMove, claimsTables];
+export const CHECKS = [noSidewaysScroll, mathRendered, noRawTexInTheorems, codeFits, widgetsMove, claimsTables,
+  claimsStacked];
 
 // ---- the run
 
