@@ -10,6 +10,9 @@ between them typeset as italic math (this garbled Theorem 6.7 of chapter VI.5). 
 * ``display_math_problems``: the rule above, on the source lines (code fences skipped);
 * ``misparsed_math``: the book's own MyST parser, and any inline formula that begins or ends with white space, the
   mark of ``$`` signs paired across text.
+
+And ``control_characters``: no TAB or other control character, the trace of a ``\\t`` typed in a string that
+turned ``\\top`` into a TAB and ``op``.
 """
 
 from __future__ import annotations
@@ -109,14 +112,26 @@ def misparsed_math(text: str, where: str = "<text>", parser=None) -> list[str]:
     return bad
 
 
+_CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f]")
+
+
+def control_characters(text: str, where: str = "<text>") -> list[str]:
+    """``where:line`` of every control character (a TAB included) in ``text``: in TeX a TAB typed for ``\\t`` turns
+    ``R^\\top`` into ``R^<TAB>op``, which MathJax sets as ``R^op``."""
+    if not isinstance(text, str):
+        raise ValueError(f"text must be a string, not {type(text).__name__}")
+    return [f"{where}:{i}: control character {m.group()!r} (a TAB where a backslash sequence was meant?)"
+            for i, line in enumerate(text.splitlines(), 1) for m in _CONTROL.finditer(line)]
+
+
 def math_violations(root: Path = ROOT) -> list[str]:
-    """Both checks on every page of the book."""
+    """The checks on every page of the book."""
     md = _parser()
     bad = []
     for path in pages(root):
         text = path.read_text()
         where = str(path.relative_to(root))
-        bad += display_math_problems(text, where) + misparsed_math(text, where, md)
+        bad += display_math_problems(text, where) + misparsed_math(text, where, md) + control_characters(text, where)
     return bad
 
 

@@ -54,3 +54,9 @@ def test_no_page_of_the_book_has_misplaced_display_math():
     assert len(lint_math.pages()) > 22
     bad = lint_math.math_violations()
     assert not bad, "\n".join(bad)
+
+
+def test_a_tab_for_backslash_t_is_caught():
+    bad = lint_math.control_characters("covariance $R\\Sigma R^\top$\nfine line\n", "p")
+    assert len(bad) == 1 and bad[0].startswith("p:1:")
+    assert lint_math.control_characters("$R^\\top$ and\nnew lines\r\n") == []
