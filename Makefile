@@ -84,8 +84,10 @@ student: $(STAMP) $(NODE_STAMP)
 	BOOK_MODE=$${BOOK_MODE:-quick} $(JB) build . --config _build/student/_config.yml --path-output _build/student --keep-going
 	@echo "Student edition: $(CURDIR)/_build/student/_build/html/index.html and $(CURDIR)/_build/student/notebooks"
 
+# as root (a container) JupyterLab refuses to start without --allow-root
 lab: $(STAMP)
-	$(VENV)/bin/jupyter lab --ServerApp.root_dir=. --LabApp.default_url=/lab/tree/notebooks
+	$(VENV)/bin/jupyter lab --ServerApp.root_dir=. --LabApp.default_url=/lab/tree/notebooks \
+		$$(test "$$(id -u)" = 0 && echo --allow-root)
 
 test-browser: $(NODE_STAMP)
 	node tests/browser/check_book.mjs --html _build/html
