@@ -42,6 +42,9 @@ def main() -> int:
     config["sphinx"]["local_extensions"] = {
         name: str(ROOT / path) for name, path in config["sphinx"]["local_extensions"].items() if name != "eld_mathjax"
     }
+    scorer = config["sphinx"]["config"].get("html_search_scorer")
+    if scorer:  # a path relative to the book
+        config["sphinx"]["config"]["html_search_scorer"] = str(ROOT / scorer)
     config["exclude_patterns"] = ["_build"]
     (work / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False))
     (work / "_toc.yml").write_text("format: jb-book\nroot: page\nchapters:\n  - file: bibliography\n")
