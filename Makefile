@@ -8,6 +8,8 @@
 #   make lab         set up .venv and start JupyterLab on the notebooks (the .md chapters open as notebooks)
 #   make test-browser   the browser test of the built book (_build/html) in headless Chromium, network blocked
 #   make pdf         the whole book as one PDF (_build/pdf/book.pdf), printed by Chromium from _build/html
+#   make student     the student edition: the HTML with solutions hidden (_build/student/_build/html) and .ipynb
+#                    copies of the chapters without their solutions (_build/student/notebooks); quick mode by default
 
 PYTHON ?= python3
 VENV   := .venv
@@ -24,11 +26,11 @@ export PYTHONHASHSEED := 0
 # Builds start from an empty sweep cache (lib.sweep) unless KEEP_CACHE=1 (e.g. `make test KEEP_CACHE=1`).
 CLEAR_CACHE = $(if $(filter 1 yes true,$(KEEP_CACHE)),@echo "KEEP_CACHE=$(KEEP_CACHE): keeping the sweep cache",$(PY) -m lib.sweep clear)
 
-.PHONY: book test test-full notebooks lint format-chapters unit clean setup benchmark lab test-browser pdf
+.PHONY: book test test-full notebooks lint format-chapters unit clean setup benchmark lab test-browser pdf student
 
 setup: $(STAMP) $(NODE_STAMP)
 
-$(STAMP): requirements.txt pyproject.toml binder/overrides.json
+$(STAMP): requirements.txt constraints.txt pyproject.toml binder/overrides.json
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .
@@ -73,8 +75,19 @@ test-full: $(STAMP) $(NODE_STAMP) lint unit
 notebooks: $(STAMP)
 	$(VENV)/bin/jupytext --to ipynb notebooks/*/[0-9]*.md
 
+# a course's edition: exercises kept, solutions out (sphinx-exercise's hide_solutions in the HTML, the {solution}
+# blocks removed from the notebooks); scripts/student.py writes the notebooks and the config, tests/test_student.py
+student: $(STAMP) $(NODE_STAMP)
+	rm -rf _build/student
+	$(PY) scripts/student.py notebooks --out _build/student/notebooks
+	$(PY) scripts/student.py config --out _build/student/_config.yml
+	BOOK_MODE=$${BOOK_MODE:-quick} $(JB) build . --config _build/student/_config.yml --path-output _build/student --keep-going
+	@echo "Student edition: $(CURDIR)/_build/student/_build/html/index.html and $(CURDIR)/_build/student/notebooks"
+
+# as root (a container) JupyterLab refuses to start without --allow-root
 lab: $(STAMP)
-	$(VENV)/bin/jupyter lab --ServerApp.root_dir=. --LabApp.default_url=/lab/tree/notebooks
+	$(VENV)/bin/jupyter lab --ServerApp.root_dir=. --LabApp.default_url=/lab/tree/notebooks \
+		$$(test "$$(id -u)" = 0 && echo --allow-root)
 
 test-browser: $(NODE_STAMP)
 	node tests/browser/check_book.mjs --html _build/html

@@ -38,7 +38,13 @@ def main() -> int:
     (work / "bibliography.md").write_text("# Bibliography\n\n```{bibliography}\n```\n")
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     config["bibtex_bibfiles"] = [str(p) for p in sorted((ROOT / "book").glob("*.bib"))]
-    config["sphinx"]["local_extensions"] = {"eld_book": str(ROOT / "book" / "_ext")}
+    # the book's local extensions (absolute paths), but eld_mathjax, which serves MathJax from the book's node_modules
+    config["sphinx"]["local_extensions"] = {
+        name: str(ROOT / path) for name, path in config["sphinx"]["local_extensions"].items() if name != "eld_mathjax"
+    }
+    scorer = config["sphinx"]["config"].get("html_search_scorer")
+    if scorer:  # a path relative to the book
+        config["sphinx"]["config"]["html_search_scorer"] = str(ROOT / scorer)
     config["exclude_patterns"] = ["_build"]
     (work / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False))
     (work / "_toc.yml").write_text("format: jb-book\nroot: page\nchapters:\n  - file: bibliography\n")

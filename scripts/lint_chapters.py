@@ -5,7 +5,8 @@
 
 It also checks the ledger's rule that a claim has one expectation in both modes: no ``expect=`` (in a chapter or in
 ``lib``) may depend on the build mode (``config.pick(...)``, ``BOOK_MODE``, ``QUICK``); a claim quick mode cannot decide
-is ``full_mode_only=True``.
+is ``full_mode_only=True``. And it checks the math of every page (``scripts/lint_math.py``): a display ``$$`` stands
+in a paragraph of its own, so MyST does not pair its ``$`` signs with the inline formulas around it.
 
 The notebooks are written to a temporary folder (the `.ipynb` twins are never committed); ruff reads only their
 code cells, so the prose is left alone. Settings: `notebooks/ruff.toml` (the library's rules, code wrapped at 88
@@ -99,6 +100,10 @@ def main() -> int:
         check = subprocess.run(ruff + ["check", "--config", str(CONFIG), "--output-format", "concise", *files])
         fmt = subprocess.run(ruff + ["format", "--config", str(CONFIG), "--check", *files])
     ledger = ledger_violations()
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from lint_math import math_violations  # display math MyST would pair wrongly (scripts/lint_math.py)
+
+    ledger += math_violations()
     for line in ledger:
         print(line)
     return check.returncode or fmt.returncode or int(bool(ledger))

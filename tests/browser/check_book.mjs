@@ -4,6 +4,8 @@
 //
 // On every page and width: no console error, no uncaught exception, no failed or external request; the page
 // does not scroll sideways on a phone; every math element is typeset by the MathJax the book serves itself;
+// no theorem box holds raw TeX; no code cell is wider than its box; on a phone the claims tables are stacked,
+// not scrolled;
 // the sidebar button opens the table of contents on a phone and folds the sidebar on a desktop. At 1280 px
 // every static widget frame changes when one of its sliders moves (by script and by keyboard).
 //
@@ -165,9 +167,52 @@ async function claimsTables(page, ctx) {
   return res.clipped.slice(0, 5).map((c) => `claims table: status ${c} is cut off at ${ctx.vp.name} width`);
 }
 
+/** Code cells fit their box: no input line runs out of it behind a sideways scroll (book/_ext/static/eld_layout.css
+ *  sets code in a size that holds the chapters' 88 columns at desktop width and wraps longer lines when narrower). */
+async function codeFits(page, ctx) {
+  const res = await page.evaluate(() => {
+    const pres = [...document.querySelectorAll("div.cell_input div.highlight pre")];
+    const wide = pres.filter((p) => p.scrollWidth > p.clientWidth + 1);
+    const longest = (p) => p.textContent.split("\n").reduce((a, b) => (b.length > a.length ? b : a), "");
+    return { n: pres.length, wide: wide.length, first: wide.slice(0, 2).map((p) => longest(p).slice(0, 60)) };
+  });
+  if (res.n) ctx.summary.push(`code cells ${res.n}`);
+  return res.wide ? [`${res.wide} of ${res.n} code cells wider than their box, e.g. ${JSON.stringify(res.first)}`] : [];
+}
+
+/** No raw TeX in a theorem box (sphinx-proof's div.proof): outside the typeset math no text holds a `$` or a TeX
+ *  command, the mark of `$` signs MyST paired wrongly (a display inside a paragraph; scripts/lint_math.py). */
+async function noRawTexInTheorems(page, ctx) {
+  const raw = await page.evaluate(() => {
+    const out = [];
+    for (const box of document.querySelectorAll("div.proof")) {
+      const walker = document.createTreeWalker(box, NodeFilter.SHOW_TEXT, {
+        acceptNode: (n) => (n.parentElement && n.parentElement.closest(".math, mjx-container, pre, code, script, style")
+          ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT),
+      });
+      for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+        if (/\$|\\[A-Za-z]{2,}/.test(n.textContent)) out.push(n.textContent.trim().slice(0, 60));
+      }
+    }
+    return out;
+  });
+  return raw.slice(0, 3).map((t) => `raw TeX in a theorem box: ${JSON.stringify(t)}`);
+}
+
+/** On a phone the tables of claims (six columns or more) are stacked (book/_ext/static/eld_layout.css): none is
+ *  wider than its box, so the statement, the values and the rule read without sideways scrolling. */
+async function claimsStacked(page, ctx) {
+  if (ctx.vp.name !== "phone") return [];
+  const wide = await page.evaluate(() => [...document.querySelectorAll(".eld-claims-wrap")]
+    .filter((w) => w.querySelector("th:nth-child(6)") && w.scrollWidth > w.clientWidth + 1)
+    .map((w) => `${w.scrollWidth} px in ${w.clientWidth} px`));
+  return wide.length ? [`${wide.length} claims tables scroll sideways on a phone, e.g. ${wide[0]}`] : [];
+}
+
 // Run on every page at every width, in this order; then the screenshot, the sidebar (it changes the page) and,
 // last, the console (it must see what the other checks caused).
-export const CHECKS = [noSidewaysScroll, mathRendered, widgetsMove, claimsTables];
+export const CHECKS = [noSidewaysScroll, mathRendered, noRawTexInTheorems, codeFits, widgetsMove, claimsTables,
+  claimsStacked];
 
 // ---- the run
 
