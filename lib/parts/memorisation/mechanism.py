@@ -457,6 +457,7 @@ def c38_flow(alpha: float, t_max: float = 1e6, n_points: int = 200) -> dict:
         return [(2 - 2 * ea) / z - 2 + 2 * alpha, (2 - 8 * eb) / z - 2 + 10 * alpha]
 
     t = np.concatenate([[0.0], np.logspace(-2, np.log10(t_max), n_points)])
+    t[-1] = t_max  # logspace can overshoot t_max by rounding, which solve_ivp rejects
     sol = solve_ivp(rhs, (0.0, t_max), [0.0, 0.0], t_eval=t, method="LSODA", rtol=1e-10, atol=1e-12)
     return {"t": sol.t[1:], "a": sol.y[0, 1:], "b": sol.y[1, 1:]}
 
@@ -465,7 +466,10 @@ def c38_probabilities(a, b) -> dict:
     """Noise probabilities of the full and rank-one models from the flow variables (a, b) of (C.38).
 
     The full model has margins (-a, -b) of the correct token over the other clean token and over the noise;
-    its rank-one truncation has margins (2β₁, β₁) = (-a, -a/2).
+    its rank-one truncation has margins (2β₁, β₁) = (-a, -a/2). That truncation keeps the β₁ term, which is the
+    top singular direction only when 2|β₁| > 2√3|β₂| (the thesis writes "β₁ > β₂"); for α ≥ 0.2 this holds at
+    every t from a = b = 0, while for α ≲ 0.15 the β₂ term dominates at early times (t ≲ 1) and ``rank1`` is
+    then not the rank-one truncation.
 
     Args:
         a: first flow variable (array or scalar).
