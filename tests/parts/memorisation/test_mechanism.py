@@ -145,3 +145,16 @@ def test_c38_flow_returns_for_any_t_max(t_max):
     f = c38_flow(0.3, t_max, 20)
     assert f["t"][-1] == t_max and np.all(np.diff(f["t"]) > 0)
     assert np.all(np.isfinite(f["a"])) and np.all(np.isfinite(f["b"]))
+
+
+def test_gradient_descent_on_w_follows_the_matrix_flow_not_c37():
+    from lib.parts.memorisation.mechanism import memory_gradient_descent
+
+    g = memory_gradient_descent(0.3, 5.0, 1e-3)
+    assert g["off_span"] < 1e-9
+    for flow, close in (("matrix", True), ("coefficients", False)):
+        f = c38_flow(0.3, 5.0, 10, flow=flow)
+        assert np.isclose(g["a"], f["a"][-1], atol=1e-3) == close
+        assert np.isclose(g["b"], f["b"][-1], atol=1e-3) == close
+    with pytest.raises(ValueError, match="flow"):
+        c38_flow(0.3, 5.0, flow="weights")
