@@ -9,10 +9,12 @@ clipping), one fresh graph per step served by its ``batch_fn`` callback, and all
 graphs. (:func:`lib.train.train_stacked` over the three GA-MLPs was measured 3x slower per step than three
 separate runs for this small MLP, so it is not used.)
 
-GA-MLP features are computed for many graphs at once on the block-diagonal sparse operator: each power of the
-operator applied to :math:`\\mathbf 1` is rescaled to unit norm per graph (so that :math:`A^{120}\\mathbf 1`
-neither overflows nor vanishes), and each power is then standardised over the nodes of its graph (instance norm:
-the thesis's batch norm with one graph per batch).
+GA-MLP features are computed for many graphs at once on the block-diagonal sparse operator, as the authors' code
+(``SWL_GNN`` with ``stack_op``) computes them: after every application of the operator the vector is standardised
+over the nodes of its graph (a batch norm of one graph, which the code also applies at test time since it keeps no
+running statistics), and the *next* power is taken of the standardised vector. Standardising before the next power
+is power iteration on the centred operator; standardising raw powers afterwards (``norm="after"``, kept as a
+diagnostic) leaves every power dominated by the operator's uninformative leading eigenvector.
 """
 
 from __future__ import annotations
@@ -93,30 +95,49 @@ def block_operator(edges, n: int, operator: str, *, kappa: float = 8.0, eps: flo
     return sp.csr_array(sp.diags_array(kappa - r * r + 1.0 - d) + sp.diags_array(r) @ A)
 
 
-def power_features(edges, n: int, operator: str, K: int, *, kappa: float = 8.0) -> np.ndarray:
-    """GA-MLP features :math:`[\\mathbf 1, M\\mathbf 1, \\dots, M^K\\mathbf 1]` of each graph, each power rescaled
-    to unit norm per graph and then standardised over the graph's nodes (a constant column becomes 0).
+#: Ways of normalising the GA-MLP powers: ``"in_loop"`` (the authors' code) or ``"after"`` (raw powers, each
+#: rescaled to unit norm and standardised afterwards; the book's earlier pipeline, kept as a diagnostic).
+POWER_NORMS = ("in_loop", "after")
+#: the epsilon of torch's BatchNorm1d, used by the in-loop standardisation
+BN_EPS = 1e-5
+
+
+def power_features(edges, n: int, operator: str, K: int, *, kappa: float = 8.0, norm: str = "in_loop") -> np.ndarray:
+    """GA-MLP features of each graph: :math:`K+1` columns, the all-ones input and :math:`K` normalised powers of the
+    operator applied to it.
+
+    With ``norm="in_loop"`` (the authors' code): :math:`x_0=\\mathbf 1`, and for :math:`k\\ge1`
+    :math:`x_k=\\mathrm{BN}(Mx_{k-1})`, where BN subtracts the mean over the graph's nodes and divides by
+    :math:`\\sqrt{\\mathrm{var}+10^{-5}}` (torch's ``BatchNorm1d`` on one graph, its affine part at its initial
+    value); column :math:`k` is :math:`x_k`, column 0 the raw ones. With ``norm="after"``: column :math:`k` is
+    :math:`M^k\\mathbf 1` (rescaled to unit norm, which does not change its direction) standardised over the nodes,
+    the recursion continuing from the unstandardised vector (column 0 is then 0).
 
     Args:
         edges: list of ``G`` edge arrays of shape ``(2, m)`` (from :func:`~lib.graphs.generators.binary_sbm_edges`).
         n: nodes per graph; operator: one of :data:`SBM_OPERATORS`; K: highest power (>= 0); kappa: the shift
-            of :math:`\\tilde H`.
+            of :math:`\\tilde H`; norm: one of :data:`POWER_NORMS`.
 
     Returns:
         float32 array of shape ``(G, n, K + 1)``.
     """
     check_int("K", K, minimum=0)
+    check_in("norm", norm, POWER_NORMS)
     M = block_operator(edges, n, operator, kappa=kappa)
     G = len(edges)
     x = np.ones((G, n))
     out = np.empty((G, n, K + 1), dtype=np.float32)
-    for k in range(K + 1):
-        if k:
-            x = (M @ x.ravel()).reshape(G, n)
-            norm = np.linalg.norm(x, axis=1, keepdims=True)
-            x = x / np.where(norm > 0, norm, 1.0)
-        sd = x.std(axis=1, keepdims=True)
-        out[:, :, k] = (x - x.mean(axis=1, keepdims=True)) / np.where(sd > 1e-12, sd, np.inf)
+    out[:, :, 0] = 1.0 if norm == "in_loop" else 0.0
+    for k in range(1, K + 1):
+        x = (M @ x.ravel()).reshape(G, n)
+        if norm == "in_loop":
+            x = (x - x.mean(axis=1, keepdims=True)) / np.sqrt(x.var(axis=1, keepdims=True) + BN_EPS)
+            out[:, :, k] = x
+        else:
+            norm_k = np.linalg.norm(x, axis=1, keepdims=True)
+            x = x / np.where(norm_k > 0, norm_k, 1.0)
+            sd = x.std(axis=1, keepdims=True)
+            out[:, :, k] = (x - x.mean(axis=1, keepdims=True)) / np.where(sd > 1e-12, sd, np.inf)
     return out
 
 

@@ -10,6 +10,8 @@ depth-:math:`K` GNNs and GA-MLPs tell apart, on full :math:`m`-ary trees (exactl
   :math:`(m-1)^{2^K-1}`.
 * :func:`enumerate_trees`: every binary labelling of a full :math:`m`-ary tree with its GNN class (root WL colour),
   GA-MLP class and attributed walk counts, for Props 2.6 and 2.7.
+* :func:`product_operator`: the nonlinear equivariant graph operator :math:`\\omega[A](X)=A(X\\odot AX)`, a
+  counterexample to Props A.2 and A.3 (it sees which node a green leaf hangs under).
 """
 
 from __future__ import annotations
@@ -109,6 +111,27 @@ def enumerate_trees(m: int, K: int, *, pattern=None) -> dict:
     if pattern is not None:
         out["walks"] = tree_walk_counts(m, K, L, pattern)
     return out
+
+
+def product_operator(A, X) -> np.ndarray:
+    """:math:`\\omega[A](X)=A(X\\odot AX)`: an equivariant graph operator in the sense of the thesis's appendix A.1
+    (:math:`\\omega[PAP^\\top](PX)=P\\,\\omega[A](X)` for every permutation matrix :math:`P`), not of the form
+    :math:`m(A)X` of Prop A.1. For a 0/1 feature column it gives at every node the number of walks of length 2
+    through two nodes of feature 1: the attributed walk count :math:`|\\mathcal W_2(\\cdot;(1,1))|`.
+
+    Args:
+        A: ``(n, n)`` adjacency (dense or scipy sparse); X: ``(n,)`` or ``(n, c)`` node features, or ``(n, N)``
+            for ``N`` feature columns at once (the operator acts column by column).
+
+    Returns:
+        float64 array of the shape of ``X``.
+    """
+    if not hasattr(A, "shape") or len(A.shape) != 2 or A.shape[0] != A.shape[1]:
+        raise ValueError(f"A must be a square (n, n) matrix, got shape {getattr(A, 'shape', None)}")
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim not in (1, 2) or X.shape[0] != A.shape[0]:
+        raise ValueError(f"X must have shape (n,) or (n, c) with n = {A.shape[0]}, got {X.shape}")
+    return np.asarray(A @ (X * np.asarray(A @ X)))
 
 
 def per_class_spread(outer: np.ndarray, inner: np.ndarray) -> np.ndarray:

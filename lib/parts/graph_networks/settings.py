@@ -62,7 +62,7 @@ PAPER_FIG24 = dict(
     hidden=10,  # searched in {10, 20}
     kappa=8.0,
     r="sqrt(c), c the mean degree",
-    norm="batch norm after each operator (one graph per batch: instance norm)",
+    norm="batch norm after each operator, inside the power loop: x_k = BN(M x_{k-1}), one graph per batch (code)",
     lr=1e-3,  # code; text: searched in {0.1, ..., 0.0001}
     clip=40.0,  # code
     n_train=6000,  # code: fresh graphs, one per step, one epoch

@@ -129,10 +129,37 @@ def prop22_keys(graphs: Sequence, alpha: int) -> list:
     return [tuple(sorted((d, s * (common // sc)) for d, s in rows)) for sc, rows in keys]
 
 
-def class_counts(graphs: Sequence, Ks: Sequence[int], *, alpha: int | None = None) -> dict:
+def algorithm1_rank(n: int) -> int:
+    """The rank :math:`r=\\lfloor 3\\log n/\\log 2\\rfloor` of Algorithm 1 (Lemma A.5); it needs :math:`r\\le n`."""
+    check_int("n", n, minimum=2)
+    return math.floor(3 * math.log2(n))
+
+
+def algorithm1_keys(graphs: Sequence) -> list:
+    """Algorithm 1 of the thesis (Babai, Erdős and Selkow's identifier, quoted in Lemma A.5): with :math:`\\bar d`
+    the :math:`r`-th largest degree (:func:`algorithm1_rank`), each node gets the multiset
+    :math:`\\gamma_i=\\{d_j: j\\in\\mathcal N(i), d_j>\\bar d\\}` and the graph the multiset
+    :math:`F(G)=\\{\\gamma_i\\}`. Isomorphic graphs get equal keys; Lemma A.5 says that almost all graphs get a key
+    no non-isomorphic graph shares. Every graph needs :math:`r\\le n` (``n >= 10``)."""
+    keys = []
+    for G in graphs:
+        n = G.number_of_nodes()
+        r = algorithm1_rank(max(n, 2))
+        if r > n:
+            raise ValueError(f"graphs must have at least r = floor(3 log2 n) nodes (n >= 10), got n = {n}")
+        d = operators.degrees(G)
+        dbar = int(np.sort(d)[::-1][r - 1])
+        gammas = [tuple(sorted(int(d[j]) for j in G.adj[i] if d[j] > dbar)) for i in range(n)]
+        keys.append(tuple(sorted(gammas)))
+    return keys
+
+
+def class_counts(graphs: Sequence, Ks: Sequence[int], *, alpha: int | None = None,
+                 algorithm1: bool = False) -> dict:
     """Graph classes of ``graphs``: ``truth`` (isomorphism), ``gnn[K]`` and ``gamlp[K]`` for each K in ``Ks``, and
-    ``prop22`` (the GA-MLP on :math:`\\{D, AD^{-\\alpha}\\}`) when ``alpha`` is given; also ``singleton_fraction``
-    of each: the share of graphs whose class holds only graphs isomorphic to them."""
+    ``prop22`` (the GA-MLP on :math:`\\{D, AD^{-\\alpha}\\}`) when ``alpha`` is given, ``alg1`` (the keys of
+    :func:`algorithm1_keys`) when ``algorithm1``; also ``exact_fraction`` of each: the share of graphs whose class
+    holds only graphs isomorphic to them."""
     graphs = list(graphs)
     if isinstance(Ks, (str, bytes)) or not hasattr(Ks, "__iter__"):
         raise ValueError(f"Ks must be a sequence of integers, got {Ks!r}")
@@ -158,6 +185,10 @@ def class_counts(graphs: Sequence, Ks: Sequence[int], *, alpha: int | None = Non
         keys = prop22_keys(graphs, alpha)
         out["prop22"] = len(set(keys))
         out["exact_fraction"][("prop22", alpha)] = exact_fraction(keys)
+    if algorithm1:
+        keys = algorithm1_keys(graphs)
+        out["alg1"] = len(set(keys))
+        out["exact_fraction"][("alg1", 0)] = exact_fraction(keys)
     return out
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from lib.config import check_array, check_int, check_positive, check_range, check_seed
+from lib.config import check_array, check_in, check_int, check_positive, check_range, check_seed
 
 __all__ = [
     "sample_recall_sequences",
@@ -29,7 +29,9 @@ __all__ = [
     "noise_logit_fixed_point",
     "noise_logit_recursion",
     "associative_memory_run",
+    "C38_FLOWS",
     "c38_flow",
+    "memory_gradient_descent",
     "c38_probabilities",
 ]
 
@@ -432,17 +434,25 @@ def associative_memory_run(
     }
 
 
-def c38_flow(alpha: float, t_max: float = 1e6, n_points: int = 200) -> dict:
-    """Integrate the gradient flow (C.38) of Thm 4.3 from a = b = 0.
+#: Flows of Thm 4.3's memory: ``"coefficients"`` is (C.37)/(C.38) as printed, β̇ = -∂L/∂β; ``"matrix"`` is
+#: gradient flow on W itself, β̇ᵢ = -(∂L/∂βᵢ)/‖Mᵢ‖² with ‖M₁‖² = 4 and ‖M₂‖² = 12 for the basis of (C.36).
+C38_FLOWS = ("coefficients", "matrix")
 
-    ``ȧ = (2 - 2e^a)/(e^a + e^b + 1) - 2 + 2α`` and ``ḃ = (2 - 8e^b)/(e^a + e^b + 1) - 2 + 10α``, where
-    ``a = -2β₁``, ``b = -β₁ - 3β₂`` (N = 2, orthonormal embeddings, W(0) = 0). Solved with ``solve_ivp``
-    (LSODA, rtol 1e-10) on a log-spaced grid of times.
+
+def c38_flow(alpha: float, t_max: float = 1e6, n_points: int = 200, *, flow: str = "coefficients") -> dict:
+    """Integrate the flow (C.38) of Thm 4.3 from a = b = 0.
+
+    ``ȧ = F_a = (2 - 2e^a)/(e^a + e^b + 1) - 2 + 2α`` and ``ḃ = F_b = (2 - 8e^b)/(e^a + e^b + 1) - 2 + 10α``, where
+    ``a = -2β₁``, ``b = -β₁ - 3β₂`` (N = 2, orthonormal embeddings, W(0) = 0). This is the flow of the
+    coefficients, β̇ = -∂L/∂β, as the thesis prints it. With ``flow="matrix"``, gradient flow on W:
+    ``ȧ = F_a/4`` and ``ḃ = (F_a + F_b)/12``. Solved with ``solve_ivp`` (LSODA, rtol 1e-10) on a log-spaced grid
+    of times.
 
     Args:
         alpha: noise probability, in (0, 0.5).
         t_max: final time > 1.
         n_points: number of log-spaced output times in [1e-2, t_max], >= 2.
+        flow: one of :data:`C38_FLOWS`.
 
     Returns:
         dict with ``t``, ``a``, ``b``.
@@ -450,22 +460,58 @@ def c38_flow(alpha: float, t_max: float = 1e6, n_points: int = 200) -> dict:
     check_range("alpha", alpha, 0.0, 0.5, lo_open=True, hi_open=True)
     check_range("t_max", t_max, 1.0, None, lo_open=True)
     check_int("n_points", n_points, minimum=2)
+    check_in("flow", flow, C38_FLOWS)
 
     def rhs(_, y):
         ea, eb = np.exp(y[0]), np.exp(y[1])
         z = ea + eb + 1.0
-        return [(2 - 2 * ea) / z - 2 + 2 * alpha, (2 - 8 * eb) / z - 2 + 10 * alpha]
+        fa, fb = (2 - 2 * ea) / z - 2 + 2 * alpha, (2 - 8 * eb) / z - 2 + 10 * alpha
+        return [fa, fb] if flow == "coefficients" else [fa / 4.0, (fa + fb) / 12.0]
 
     t = np.concatenate([[0.0], np.logspace(-2, np.log10(t_max), n_points)])
+    t[-1] = t_max  # logspace can overshoot t_max by rounding, which solve_ivp rejects
     sol = solve_ivp(rhs, (0.0, t_max), [0.0, 0.0], t_eval=t, method="LSODA", rtol=1e-10, atol=1e-12)
     return {"t": sol.t[1:], "a": sol.y[0, 1:], "b": sol.y[1, 1:]}
+
+
+def memory_gradient_descent(alpha: float, t_max: float, dt: float = 1e-3) -> dict:
+    """Gradient descent on the matrix W of Thm 4.3's associative memory (n = 2 inputs, c = 3 outputs, standard
+    basis embeddings, W(0) = 0), a small-step discretisation of gradient flow on W: loss the cross-entropy averaged
+    over the two inputs against p(y|x) = (1-α)1{y=x} + α1{y=3} (C.33).
+
+    Args:
+        alpha: noise probability in (0, 0.5); t_max: final time > 0; dt: step size in (0, 0.1].
+
+    Returns:
+        dict with ``t`` (the final time reached), ``beta`` (β₁, β₂: projections of W on the basis of (C.36)),
+        ``a``, ``b`` (-2β₁ and -β₁ - 3β₂) and ``off_span`` (the Frobenius norm of W outside that basis).
+    """
+    check_range("alpha", alpha, 0.0, 0.5, lo_open=True, hi_open=True)
+    check_positive("t_max", t_max)
+    check_range("dt", dt, 0.0, 0.1, lo_open=True)
+    W = np.zeros((3, 3))
+    target = np.array([[1 - alpha, 0.0], [0.0, 1 - alpha], [alpha, alpha]])  # columns: inputs 1, 2
+    steps = int(round(t_max / dt))
+    for _ in range(steps):
+        z = W[:, :2]
+        p = np.exp(z - z.max(axis=0))
+        p /= p.sum(axis=0)
+        W[:, :2] -= dt * 0.5 * (p - target)
+    M1 = np.outer([1.0, -1.0, 0.0], [1.0, -1.0, 0.0])
+    M2 = np.outer([1.0, 1.0, -2.0], [1.0, 1.0, 0.0])
+    b1, b2 = float((W * M1).sum() / 4.0), float((W * M2).sum() / 12.0)
+    return {"t": steps * dt, "beta": (b1, b2), "a": -2 * b1, "b": -b1 - 3 * b2,
+            "off_span": float(np.linalg.norm(W - b1 * M1 - b2 * M2))}
 
 
 def c38_probabilities(a, b) -> dict:
     """Noise probabilities of the full and rank-one models from the flow variables (a, b) of (C.38).
 
     The full model has margins (-a, -b) of the correct token over the other clean token and over the noise;
-    its rank-one truncation has margins (2β₁, β₁) = (-a, -a/2).
+    its rank-one truncation has margins (2β₁, β₁) = (-a, -a/2). That truncation keeps the β₁ term, which is the
+    top singular direction only when 2|β₁| > 2√3|β₂| (the thesis writes "β₁ > β₂"); for α ≥ 0.2 this holds at
+    every t from a = b = 0, while for α ≲ 0.15 the β₂ term dominates at early times (t ≲ 1) and ``rank1`` is
+    then not the rank-one truncation.
 
     Args:
         a: first flow variable (array or scalar).

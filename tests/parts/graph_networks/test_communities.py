@@ -78,10 +78,29 @@ def test_block_operators_match_per_graph_formulas():
         cm.block_operator(edges, 20, "B")
 
 
-def test_gamlp_features_equal_standardised_dense_powers():
+def test_gamlp_features_normalise_inside_the_power_loop_as_a_batch_norm():
+    """The authors' recursion: x_k = BatchNorm(M x_{k-1}) on one graph, without running statistics."""
     edges, _ = generators.binary_sbm_edges(30, 5, 1, 3, seed=2)
     K = 6
-    F = cm.power_features(edges, 30, "A", K)
+    for op in ("A", "H"):
+        F = cm.power_features(edges, 30, op, K)
+        assert F.shape == (3, 30, K + 1) and F.dtype == np.float32
+        assert np.allclose(F[:, :, 0], 1.0)  # the raw ones, as in the code
+        M = torch.as_tensor(cm.block_operator(edges[2:3], 30, op).toarray())
+        bn = torch.nn.BatchNorm1d(1, track_running_stats=False, dtype=torch.float64).eval()
+        x = torch.ones(30, 1, dtype=torch.float64)
+        with torch.no_grad():
+            for k in range(1, K + 1):
+                x = bn(M @ x)
+                assert np.allclose(F[2, :, k], x[:, 0].numpy(), atol=1e-4)
+    with pytest.raises(ValueError, match="norm"):
+        cm.power_features(edges, 30, "A", K, norm="instance")
+
+
+def test_gamlp_features_after_norm_equal_standardised_dense_powers():
+    edges, _ = generators.binary_sbm_edges(30, 5, 1, 3, seed=2)
+    K = 6
+    F = cm.power_features(edges, 30, "A", K, norm="after")
     assert F.shape == (3, 30, K + 1) and F.dtype == np.float32
     A = cm.block_operator(edges[1:2], 30, "A").toarray()
     for k in range(1, K + 1):

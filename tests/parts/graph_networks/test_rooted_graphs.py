@@ -215,3 +215,19 @@ def test_batched_wl_agrees_with_networkx_hash(seed):
             nx.set_node_attributes(H, {i: str(int(row[i])) for i in range(9)}, "x")
             hashes.append(nx.weisfeiler_lehman_graph_hash(H, node_attr="x", iterations=t))
         assert same == (hashes[0] == hashes[1])
+
+
+def test_product_operator_is_equivariant_and_counts_green_walks():
+    from lib.graphs import operators
+
+    G = generators.gnp_graphs(9, 0.4, 1, seed=3)[0]
+    A = operators.adjacency(G, np.float64).toarray()
+    x = np.random.default_rng(0).integers(0, 2, 9).astype(float)
+    P = np.eye(9)[np.random.default_rng(1).permutation(9)]
+    assert np.allclose(rg.product_operator(P @ A @ P.T, P @ x), P @ rg.product_operator(A, x))
+    assert np.allclose(rg.product_operator(A, x), walks.attributed_walk_counts(G, x[:, None].astype(int), (1, 1)))
+    T, X, Xp = generators.fig23_pair()
+    AT = operators.adjacency(T, np.float64)
+    assert rg.product_operator(AT, X[:, 0])[0] == 1 and rg.product_operator(AT, Xp[:, 0])[0] == 0
+    with pytest.raises(ValueError, match="X must"):
+        rg.product_operator(A, np.ones(4))

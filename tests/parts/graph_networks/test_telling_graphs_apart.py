@@ -104,3 +104,17 @@ def test_drawing_helpers_run():
     tga.draw_values(ax, G, pos, tga.walk_counts(G, 2)[2], vmin=0, vmax=20)
     tga.draw_values(ax, H, tga.layout(H), tga.wl_palette_colours([G, H], 2)[1], categorical=True)
     plt.close(fig)
+
+
+def test_algorithm1_keys_are_isomorphism_invariant_and_need_r_nodes():
+    t = tga
+    assert t.algorithm1_rank(10) == 9 and t.algorithm1_rank(16) == 12
+    G = generators.gnp_graphs(12, 0.5, 1, seed=1)[0]
+    perm = dict(zip(range(12), np.random.default_rng(0).permutation(12).tolist()))
+    H = nx.relabel_nodes(G, perm)
+    H = nx.convert_node_labels_to_integers(H, ordering="sorted")
+    assert t.algorithm1_keys([G]) == t.algorithm1_keys([H])
+    out = t.class_counts(generators.gnp_graphs(10, 0.5, 20, seed=2), (1,), algorithm1=True)
+    assert 0.0 <= out["exact_fraction"][("alg1", 0)] <= 1.0
+    with pytest.raises(ValueError, match="at least r"):
+        t.algorithm1_keys([nx.path_graph(6)])

@@ -138,3 +138,23 @@ def test_qk_key_gradient_matches_autograd_of_the_reduced_model():
     neg = -w_qk.grad.numpy()[0]  # row of the query token q = 0 (x_T = e_q + e~_{z_{T-1}})
     got = _qk_key_gradient(s["z"], s["y"], n, a, b1, b2)
     assert np.allclose(got, neg)
+
+
+@pytest.mark.parametrize("t_max", [1.5, 2.0, 5.0, 20.0, 300.0, 3e3, 12345.0, 3e4, 3e5, 2e6])
+def test_c38_flow_returns_for_any_t_max(t_max):
+    f = c38_flow(0.3, t_max, 20)
+    assert f["t"][-1] == t_max and np.all(np.diff(f["t"]) > 0)
+    assert np.all(np.isfinite(f["a"])) and np.all(np.isfinite(f["b"]))
+
+
+def test_gradient_descent_on_w_follows_the_matrix_flow_not_c37():
+    from lib.parts.memorisation.mechanism import memory_gradient_descent
+
+    g = memory_gradient_descent(0.3, 5.0, 1e-3)
+    assert g["off_span"] < 1e-9
+    for flow, close in (("matrix", True), ("coefficients", False)):
+        f = c38_flow(0.3, 5.0, 10, flow=flow)
+        assert np.isclose(g["a"], f["a"][-1], atol=1e-3) == close
+        assert np.isclose(g["b"], f["b"][-1], atol=1e-3) == close
+    with pytest.raises(ValueError, match="flow"):
+        c38_flow(0.3, 5.0, flow="weights")
