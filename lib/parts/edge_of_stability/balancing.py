@@ -136,6 +136,20 @@ def damian_indicator(x, y, eta, mu: float = 1.0):
     return w[..., 1], np.sum(g * u, -1)
 
 
+def candidate_manifold_indicator(x, y, eta, mu: float = 1.0):
+    """``(lambda_2, grad L . u_1)`` at ``(x, y)``: the two quantities defining the paper's candidate set
+    ``M_c = {lambda_2 < 2/eta, grad L . u_1 = 0}`` (Def 4), with ``lambda_2`` the second (here: smallest)
+    Hessian eigenvalue and ``u_1`` the leading eigenvector, sign-fixed as in :func:`damian_indicator`.
+
+    For ``(xy - mu)^2 / 2`` the gradient ``(xy - mu)(y, x)`` is an eigenvector of the Hessian only where
+    ``(x^2 - y^2)(xy - mu) = 0``, so off the minima ``grad L . u_1 = 0`` holds only on the diagonal ``x = y``, and
+    there exactly when ``(1, 1)`` is the second eigenvector (``x^2 < mu / 2``).
+    """
+    lam1, gu = damian_indicator(x, y, eta, mu)
+    lam2 = np.linalg.eigvalsh(hessian_xy(x, y, mu))[..., 0]
+    return lam2, gu
+
+
 def damian_manifold_interval(eta, mu: float = 1.0):
     """The minimisers of ``(xy - mu)^2 / 2`` (``x, y > 0``) with sharpness ``x^2 + y^2 < 2 / eta`` (Props
     5-6).

@@ -67,6 +67,17 @@ def test_damian_indicator_diagonal_branch():
     assert gu[0] == pytest.approx(0, abs=1e-12) and lam[0] == pytest.approx(0.75) and lam[0] < 2 / 1.08
 
 
+def test_candidate_manifold_indicator_def4():
+    # on the minima lambda_2 = 0 and the gradient vanishes; off them only the diagonal x = y < sqrt(1/2) is in M_c
+    lam2, gu = balancing.candidate_manifold_indicator(np.array([2.0, 0.5, 0.6, 0.9]), np.array([0.5, 0.5, 0.6, 0.9]),
+                                                      1.08)
+    assert lam2[0] == pytest.approx(0, abs=1e-12) and gu[0] == pytest.approx(0, abs=1e-12)
+    assert lam2[1] == pytest.approx(3 * 0.25 - 1) and gu[1] == pytest.approx(0, abs=1e-12)
+    assert abs(gu[3]) > 0.1  # x = y = 0.9 > sqrt(1/2): the gradient lies along u_1
+    with pytest.raises(ValueError, match="eta"):
+        balancing.candidate_manifold_indicator(1.0, 1.0, 0.0)
+
+
 def test_product_hessian_prop7():
     rng = np.random.default_rng(1)
     for _ in range(20):
