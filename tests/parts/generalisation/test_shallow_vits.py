@@ -175,3 +175,24 @@ def test_sparsification_and_sigma_map_shapes():
         sv.sigma_map(cfg, [-0.1], [2], [0], 0.5, 0.0)
     with pytest.raises(ValueError, match="remove"):
         sv.train_vit([2], [0], cfg, 0.5, 0.0, remove=["none", "random"])
+
+
+def test_boundary_exponent_passes_the_predicted_law_and_fails_twice_it():
+    from lib.parts.generalisation import scaling
+
+    xs = np.array([0.3, 0.4, 0.5, 0.6])
+    Ns = 2.0 ** np.arange(2, 12)
+    rng = np.random.default_rng(0)
+
+    def map_for(p):
+        true = 4.0 * xs[:, None] ** p * np.exp(0.1 * rng.standard_normal((xs.size, 8)))
+        return Ns[None, :, None] >= true[:, None, :] * 16
+
+    ok = scaling.boundary_exponent(xs, map_for(-2.0), Ns, -2.0)
+    assert ok["fit"] is not None and ok["status"] in ("reproduced", "inconclusive")
+    assert scaling.boundary_exponent(xs, map_for(-4.0), Ns, -2.0)["status"] != "reproduced"
+    never = np.zeros((xs.size, Ns.size, 5), bool)
+    out = scaling.boundary_exponent(xs, never, Ns, -2.0)
+    assert out["fit"] is None and not all(out["preconditions"].values())
+    with pytest.raises(ValueError, match="success"):
+        scaling.boundary_exponent(xs, never[:, :3], Ns, -2.0)
