@@ -369,6 +369,40 @@ def prop1_bound(alpha_star, sigma, tau=0.0):
     return np.where(gap > 0, 1.0 / np.maximum(gap, 1e-12) ** 2, np.inf)
 
 
+def token_noise(cfg: dict, alpha_star: float, alpha_hash: float, n: int = 2000, seed: int = 0) -> dict:
+    """The token noise of the data: each token's distance to its own pattern, ``||x - mu_j||`` (the ``tau`` of
+    the thesis's Eq. 2.5, which bounds it for every token), over ``n`` samples of ``cfg``'s data model.
+
+    Returns:
+        dict with the ``mean`` and ``max`` distance and ``kappa``, the minimum distance between patterns.
+    """
+    check_int("n", n, minimum=1)
+    P = pattern_bank(cfg["M"], cfg["d"], rng=0)
+    g = np.random.default_rng([7000, int(seed)])
+    y = np.where(g.random(n) < 0.5, 1.0, -1.0)
+    X, idx = pattern_sequences(y, cfg["L"], alpha_star, alpha_hash, P, cfg["c0"], rng=g)
+    dist = torch.linalg.vector_norm(X - P.to(X.dtype)[idx], dim=-1)
+    kappa = float(torch.cdist(P, P).masked_fill(torch.eye(len(P), dtype=torch.bool), np.inf).min())
+    return {"mean": float(dist.mean()), "max": float(dist.max()), "kappa": kappa}
+
+
+def thm1_hypotheses(cfg: dict, alpha_star: float, alpha_hash: float, tau: float) -> dict:
+    """The checkable hypotheses of Thm 1 (and so of Prop 1, and of Lemma A.3.1 behind Prop 2) for token noise
+    ``tau``, as ``{description with the numbers: held}`` (the preconditions of a claim):
+    ``tau < kappa / 4`` (Eq. 2.5, ``kappa = sqrt 2`` for orthonormal patterns), ``tau <= min(sigma, delta)``
+    and Eq. 2.8, ``alpha_* >= alpha_# / (exp(-(delta + tau)) (1 - (sigma + tau)))``."""
+    check_positive("tau", tau, allow_zero=True)
+    kappa, sigma, delta = math.sqrt(2.0), float(cfg["sigma"]), float(cfg["delta"])
+    denom = math.exp(-(delta + tau)) * (1.0 - (sigma + tau))
+    eq28 = denom > 0 and alpha_star >= alpha_hash / denom
+    return {
+        f"token noise tau = {tau:.2f} < kappa/4 = {kappa / 4:.2f} (Eq. 2.5)": bool(tau < kappa / 4),
+        f"tau = {tau:.2f} <= min(sigma, delta) = {min(sigma, delta):g} (Thm 1)": bool(tau <= min(sigma, delta)),
+        f"Eq. 2.8: alpha_* = {alpha_star:g} >= alpha_# / (exp(-(delta + tau)) (1 - (sigma + tau))) "
+        f"(the denominator is {denom:.2f})": bool(eq28),
+    }
+
+
 def r_squared(x, y) -> float:
     """``R^2`` of the least-squares line through ``(x, y)`` (NaN pairs dropped)."""
     x, y = check_array("x", x, ndim=1, finite="some"), check_array("y", y, ndim=1, finite="some")
@@ -384,4 +418,4 @@ def r_squared(x, y) -> float:
 
 __all__ = [
     "REMOVALS", "vit_init", "make_data", "keep_mask", "train_vit", "sigma_map", "sparsification_runs",
-    "first_step_below", "thm1_bound", "prop1_bound", "r_squared"]
+    "first_step_below", "thm1_bound", "prop1_bound", "token_noise", "thm1_hypotheses", "r_squared"]

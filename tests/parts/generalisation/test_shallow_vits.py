@@ -175,3 +175,42 @@ def test_sparsification_and_sigma_map_shapes():
         sv.sigma_map(cfg, [-0.1], [2], [0], 0.5, 0.0)
     with pytest.raises(ValueError, match="remove"):
         sv.train_vit([2], [0], cfg, 0.5, 0.0, remove=["none", "random"])
+
+
+def test_boundary_exponent_passes_the_predicted_law_and_fails_twice_it():
+    from lib.parts.generalisation import scaling
+
+    xs = np.array([0.3, 0.4, 0.5, 0.6])
+    Ns = 2.0 ** np.arange(2, 12)
+    rng = np.random.default_rng(0)
+
+    def map_for(p):
+        true = 4.0 * xs[:, None] ** p * np.exp(0.1 * rng.standard_normal((xs.size, 8)))
+        return Ns[None, :, None] >= true[:, None, :] * 16
+
+    ok = scaling.boundary_exponent(xs, map_for(-2.0), Ns, -2.0)
+    assert ok["fit"] is not None and ok["status"] in ("reproduced", "inconclusive")
+    assert scaling.boundary_exponent(xs, map_for(-4.0), Ns, -2.0)["status"] != "reproduced"
+    never = np.zeros((xs.size, Ns.size, 5), bool)
+    out = scaling.boundary_exponent(xs, never, Ns, -2.0)
+    assert out["fit"] is None and not all(out["preconditions"].values())
+    with pytest.raises(ValueError, match="success"):
+        scaling.boundary_exponent(xs, never[:, :3], Ns, -2.0)
+
+
+def test_token_noise_and_thm1_hypotheses():
+    from lib.parts.generalisation import settings
+
+    cfg = dict(settings.VIT, L=10)
+    loud = sv.token_noise(cfg, 0.3, 0.2, n=200)
+    quiet = sv.token_noise(dict(cfg, c0=0.01), 0.3, 0.2, n=200)
+    # a token's distance to its pattern is about c0 sqrt(d); orthonormal patterns lie sqrt(2) apart
+    assert loud["mean"] == pytest.approx(0.3 * np.sqrt(10), rel=0.1)
+    assert quiet["max"] < 0.1 and loud["kappa"] == pytest.approx(np.sqrt(2), rel=1e-5)
+    assert not any(sv.thm1_hypotheses(cfg, 0.3, 0.2, loud["max"]).values())
+    held = sv.thm1_hypotheses(cfg, 0.5, 0.0, quiet["max"])
+    assert all(held.values()) and len(held) == 3
+    with pytest.raises(ValueError, match="tau"):
+        sv.thm1_hypotheses(cfg, 0.5, 0.0, -1.0)
+    with pytest.raises(ValueError, match="n"):
+        sv.token_noise(cfg, 0.3, 0.2, n=0)
