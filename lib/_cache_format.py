@@ -15,6 +15,7 @@ import importlib
 import io
 import json
 import sys
+import zipfile
 
 import numpy as np
 
@@ -185,9 +186,28 @@ def encode_entry(result, *, key: str, name: str = "") -> bytes:
     return buf.getvalue()
 
 
+def _check_stored(source) -> None:
+    """Refuse an archive whose members are compressed or claim more bytes than they occupy, before anything is
+    inflated: entries are written uncompressed (``np.savez``), so a member that would inflate is not one of ours
+    (a small file could otherwise expand to gigabytes before its checksum is read)."""
+    if hasattr(source, "seek"):
+        start = source.tell()
+    try:
+        with zipfile.ZipFile(source) as zf:
+            for info in zf.infolist():
+                if info.compress_type != zipfile.ZIP_STORED or info.file_size > info.compress_size:
+                    raise ValueError(f"archive member {info.filename!r} is compressed: not a cache entry")
+    except zipfile.BadZipFile:
+        raise ValueError("not an .npz archive") from None
+    finally:
+        if hasattr(source, "seek"):
+            source.seek(start)
+
+
 def decode_entry(source, *, key: str):
     """The result held by a cache entry (a path or a binary file); ``ValueError`` (or an I/O error) if it does
     not load without pickle, fails its checksum or belongs to another key."""
+    _check_stored(source)
     npz = np.load(source, allow_pickle=False)
     if not isinstance(npz, np.lib.npyio.NpzFile):
         raise ValueError("not an .npz archive")

@@ -63,6 +63,7 @@ def set_float64(enabled: bool = True) -> None:
     """Make float64 (``enabled=True``) or float32 the default torch dtype."""
     import torch
 
+    check_bool("enabled", enabled)
     torch.set_default_dtype(torch.float64 if enabled else torch.float32)
 
 
@@ -76,9 +77,20 @@ def set_threads(n: int = 1) -> None:
 
 
 def cache_dir() -> Path:
-    """Directory of the on-disk sweep cache: ``ELD_CACHE_DIR`` or ``<repo>/.cache``."""
-    path = Path(os.environ.get("ELD_CACHE_DIR", REPO_ROOT / ".cache"))
-    path.mkdir(parents=True, exist_ok=True)
+    """Directory of the on-disk sweep cache: ``ELD_CACHE_DIR`` or ``<repo>/.cache`` (created if missing).
+
+    A set but empty ``ELD_CACHE_DIR`` and one that names a file (or a directory that cannot be created) raise a
+    ``ValueError`` naming the variable."""
+    value = os.environ.get("ELD_CACHE_DIR")
+    if value is not None and not value.strip():
+        raise ValueError("ELD_CACHE_DIR is set but empty: unset it (default <repo>/.cache) or give a directory")
+    path = Path(value) if value is not None else REPO_ROOT / ".cache"
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"ELD_CACHE_DIR must name a directory, but {str(path)!r} is a file")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ValueError(f"the sweep cache directory (ELD_CACHE_DIR) {str(path)!r} cannot be created: {err}") from None
     return path
 
 
