@@ -136,6 +136,13 @@ class TransformerConfig:
         check_in("rpe", self.rpe, ("alibi", "none"))
         check_in("causal", self.causal, ("standard", "strict"))
         check_positive("init_std", self.init_std, allow_zero=True)
+        for flag in ("query_identity", "random_pos", "rpe_learnable", "learned_pos", "layer_norm", "bias",
+                     "record_attention"):
+            check_bool(flag, getattr(self, flag))  # a string such as "False" would be truthy
+        if self.ffn_bias is not None:
+            check_bool("ffn_bias", self.ffn_bias)
+        for r in self.residual if isinstance(self.residual, (list, tuple)) else (self.residual,):
+            check_bool("residual", r)
         for h in self.n_heads if isinstance(self.n_heads, (list, tuple)) else (self.n_heads,):
             check_int("n_heads", h, minimum=1)  # before int() would turn 2.5 into 2
         heads = _per_layer("n_heads", self.n_heads, self.n_layers, int)

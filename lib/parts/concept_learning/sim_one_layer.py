@@ -201,12 +201,28 @@ def predicted_learning_times(mu, sigma, horizon: float = np.inf, lr: float | Non
     return (1.0 - (1.0 - lr * a) ** round(horizon / lr)) / a
 
 
+class GDMoments(tuple):
+    """``(steps, outputs)`` of :func:`one_layer_gd_moments`, with the divergence flags of :func:`lib.train.train`
+    as attributes: ``diverged`` (bool) and ``diverged_step`` (the GD step, ``None`` if it did not diverge)."""
+
+    diverged: bool
+    diverged_step: int | None
+
+    def __new__(cls, steps, outputs, diverged: bool, diverged_step):
+        obj = super().__new__(cls, (steps, outputs))
+        obj.diverged, obj.diverged_step = diverged, diverged_step
+        return obj
+
+
 def one_layer_gd_moments(A, lr: float, steps: int, W0=None, z=None, record_every: int = 1):
     """Exact full-batch GD of ``f = W x`` on ``1/2 tr[(W - I) A (W - I)^T]`` for any PSD ``A`` (e.g. the
     empirical second moment of a sampled training set, for which this *is* GD on the loss (2.1)).
 
     ``W_j = I + (W_0 - I) V diag((1 - lr lambda)^j) V^T`` with ``A = V diag(lambda) V^T``. Returns
-    ``(steps_recorded (R,), outputs (R, d))`` with the outputs ``W_j z`` (``z`` of shape ``(d,)``, required).
+    ``(steps_recorded (R,), outputs (R, d))`` with the outputs ``W_j z`` (``z`` of shape ``(d,)``, required), a
+    :class:`GDMoments` tuple whose ``diverged`` and ``diverged_step`` follow :func:`lib.maps.stop_at_divergence`
+    on the outputs and the loss at the recorded steps (``lr > 2 / lambda_max`` diverges); the outputs after
+    that step are NaN, as if the run had stopped there.
     """
     A = np.asarray(A, dtype=np.float64)
     if A.ndim != 2 or A.shape[0] != A.shape[1]:
@@ -226,7 +242,13 @@ def one_layer_gd_moments(A, lr: float, steps: int, W0=None, z=None, record_every
     coef = V.T @ z
     decay = (1.0 - lr * lam)[None, :] ** j[:, None]  # (R, d)
     ez = (decay * coef[None]) @ V.T  # (R, d): e^{...} z
-    return j, z[None] + ez @ (W0 - np.eye(d)).T
+    outputs = z[None] + ez @ (W0 - np.eye(d)).T
+    with np.errstate(over="ignore", invalid="ignore"):  # loss_j = 1/2 sum_k lambda_k decay_jk^2 |(W0 - I) v_k|^2
+        loss = 0.5 * (decay**2 * (lam * ((W0 - np.eye(d)) @ V) ** 2).sum(0)[None]).sum(1)
+    checked = stop_at_divergence({"outputs": outputs, "loss": loss}, loss_keys=["loss"])
+    if not checked["diverged"]:
+        return GDMoments(j, outputs, False, None)
+    return GDMoments(j, checked["outputs"], True, int(j[checked["diverged_step"]]))
 
 
 def rate_sampling_std(mu, sigma, n: int) -> np.ndarray:

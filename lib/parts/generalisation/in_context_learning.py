@@ -305,7 +305,8 @@ def train_icl(configs: list[dict], *, m: int = 200, delta: float = 0.2, lr: floa
 
     Returns:
         dict with ``model``, ``checkpoints`` (steps), ``states`` (list of state dicts), ``loss`` (total training
-        loss per step), ``monitor_steps`` and ``monitor_hinge`` ``(n_records, R)``.
+        loss per step), ``monitor_steps`` and ``monitor_hinge`` ``(n_records, R)``, and :func:`lib.train.train`'s
+        ``diverged`` and ``diverged_step`` (the histories stop there).
     """
     check_int("steps", steps, minimum=1)
     check_int("batch", batch, minimum=1)
@@ -339,7 +340,8 @@ def train_icl(configs: list[dict], *, m: int = 200, delta: float = 0.2, lr: floa
     return {"model": model, "checkpoints": np.array(keep), "states": [states[c] for c in keep],
             "loss_steps": np.asarray(res.history["step"]), "loss": np.asarray(res.history["loss"]),
             "monitor_steps": np.array(mon_steps),
-            "monitor_hinge": np.array(mon).reshape(len(mon_steps), len(configs))}
+            "monitor_hinge": np.array(mon).reshape(len(mon_steps), len(configs)),
+            "diverged": res.diverged, "diverged_step": res.diverged_step}
 
 
 def neuron_rows(model: ShallowAttention) -> torch.Tensor:
@@ -488,7 +490,8 @@ def train_icl_gpt(train_config: dict, tests: list[dict], *, d_model: int = 64, n
         seed: seeds the initialisation, training and test prompts.
 
     Returns:
-        dict with ``error`` (numpy, one per test) and ``loss`` (training loss at the recorded steps).
+        dict with ``error`` (numpy, one per test; NaN if the training diverged), ``loss`` (training loss at the
+        recorded steps), and :func:`lib.train.train`'s ``diverged`` and ``diverged_step``.
     """
     check_int("d_model", d_model, minimum=2)
     check_int("steps", steps, minimum=1)
@@ -519,4 +522,7 @@ def train_icl_gpt(train_config: dict, tests: list[dict], *, d_model: int = 64, n
             b = _run_batch([t], n_test, torch.Generator().manual_seed(seed + 100 + i), t.get("d_y", 30))
             out = model(as_sequence(b["X"][0]))[:, -1, 0]
             errors.append(float((b["z"][0] * out <= 0).double().mean()))
-    return {"error": np.array(errors), "loss": np.asarray(res.history["loss"])}
+    if res.diverged:  # a diverged model's test error says nothing about in-context learning
+        errors = [float("nan")] * len(errors)
+    return {"error": np.array(errors), "loss": np.asarray(res.history["loss"]), "diverged": res.diverged,
+            "diverged_step": res.diverged_step}
