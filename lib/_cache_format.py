@@ -10,12 +10,15 @@ tensors and dataclasses; anything else raises ``ValueError`` before anything is 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import importlib
 import io
 import json
+import re
 import sys
 import zipfile
+from pathlib import Path
 
 import numpy as np
 
@@ -24,17 +27,42 @@ _PACKAGE = __name__.rpartition(".")[0] or "lib"
 _MAX_DEPTH = 100
 
 
-def library_versions() -> dict:
-    """Versions of Python, torch, numpy and scipy (from the installed distributions; ``None`` if absent)."""
+_CORE = ("torch", "numpy", "scipy", "scikit-learn", "networkx", "transformers", "matplotlib", "joblib")
+
+
+@functools.lru_cache(maxsize=1)
+def _pinned_names() -> tuple:
+    """The distributions pinned in the repository's ``requirements.txt`` (empty if there is none)."""
+    path = Path(__file__).resolve().parent.parent / "requirements.txt"
+    if not path.is_file():
+        return ()
+    names = []
+    for line in path.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        name = re.split(r"[\s=<>!~;\[]", line, maxsplit=1)[0] if line else ""
+        if name:
+            names.append(name.lower())
+    return tuple(names)
+
+
+@functools.lru_cache(maxsize=1)
+def _installed_versions() -> tuple:
     from importlib import metadata
 
     out = {"python": ".".join(map(str, sys.version_info[:3]))}
-    for dist in ("torch", "numpy", "scipy"):
+    for dist in sorted(set(_CORE) | set(_pinned_names())):
         try:
             out[dist] = metadata.version(dist)
         except metadata.PackageNotFoundError:
             out[dist] = None
-    return out
+    return tuple(out.items())
+
+
+def library_versions() -> dict:
+    """Versions of Python and of the installed distributions a result may depend on: torch, numpy, scipy,
+    scikit-learn, networkx, transformers, matplotlib, joblib and every package pinned in ``requirements.txt``
+    (``None`` if absent). Read once per process."""
+    return dict(_installed_versions())
 
 
 def _in_lib(module_name: str | None) -> bool:

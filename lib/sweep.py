@@ -8,8 +8,12 @@
 * the cached function's own code: its source, or, where no source can be read (a function typed into a notebook
   cell or ``python -c``), its code object (bytecode, constants, names, nested code objects); its defaults; and,
   for a function defined outside ``lib``, the helper functions and plain constants it names at module level
-  (recursively), e.g. a notebook's ``STEPS = 200``;
-* the versions of Python, torch, numpy and scipy.
+  (recursively), e.g. a notebook's ``STEPS = 200``, the objects it names (an ``nn.Module`` by its weights, a NumPy
+  generator by its state, another object by its attributes) and the modules it names outside ``lib`` and the
+  installed packages, by their source;
+* torch's default dtype and ``BOOK_MODE``;
+* the versions of Python and of the installed packages: torch, numpy, scipy, scikit-learn, networkx,
+  transformers, matplotlib, joblib and every package pinned in ``requirements.txt``.
 
 **Format.** One ``.npz`` file per entry, read with ``numpy.load(allow_pickle=False)``: the arrays are members
 ``a0, a1, ...``; the structure (dicts, lists, tuples, numbers, strings, dataclasses, tensors) is JSON in
@@ -136,8 +140,8 @@ def _value_digest(value, seen: dict):
             return ["dict", [[repr(k), _value_digest(v, seen)] for k, v in value.items()]]
         items = [_value_digest(v, seen) for v in value]
         return [type(value).__name__, sorted(map(repr, items)) if isinstance(value, (set, frozenset)) else items]
-    if isinstance(value, types.ModuleType):
-        return ["module", value.__name__]
+    if isinstance(value, types.ModuleType):  # a helper module of the user's: by its source
+        return ["module", value.__name__, _module_source_digest(value)]
     if isinstance(value, type):  # a class: its methods, unless lib's (covered by lib_source_hash)
         if _in_lib(value.__module__) or value.__module__ == "builtins" or id(value) in seen:
             return ["class", value.__module__, value.__qualname__]
@@ -147,9 +151,37 @@ def _value_digest(value, seen: dict):
     if dataclasses.is_dataclass(value):
         fields = [[f.name, _value_digest(getattr(value, f.name), seen)] for f in dataclasses.fields(value)]
         return ["dataclass", _value_digest(type(value), seen), fields]
-    if "torch" in sys.modules and isinstance(value, sys.modules["torch"].Tensor):
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):
         return ["tensor", _value_digest(value.detach().cpu().numpy(), seen)]
+    if id(value) in seen:
+        return ["object", type(value).__module__, type(value).__qualname__, "seen"]
+    if torch is not None and isinstance(value, torch.nn.Module):  # e.g. a notebook's global model: by its weights
+        seen[id(value)] = value
+        state = [[k, _value_digest(v, seen)] for k, v in value.state_dict().items()]
+        return ["nn.Module", _value_digest(type(value), seen), repr(value), state]
+    if isinstance(value, np.random.Generator):
+        return ["Generator", repr(value.bit_generator.state)]
+    attrs = getattr(value, "__dict__", None)
+    if isinstance(attrs, dict) and len(attrs) <= 200 and not _in_lib(type(value).__module__):
+        seen[id(value)] = value  # another global object: by its attributes
+        return ["object", _value_digest(type(value), seen), [[k, _value_digest(v, seen)] for k, v in attrs.items()]]
     return ["object", type(value).__module__, type(value).__qualname__]
+
+
+def _module_source_digest(module: types.ModuleType):
+    """SHA-256 of a module's source file, for modules outside ``lib`` and outside installed packages (whose
+    versions are in the key); ``None`` for the rest."""
+    path = getattr(module, "__file__", None)
+    if not path or _in_lib(module.__name__):
+        return None
+    parts = Path(path).parts
+    if "site-packages" in parts or "dist-packages" in parts or Path(path).is_relative_to(sys.base_prefix):
+        return None
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return None
 
 
 def _fn_fingerprint(fn, seen: dict | None = None):
@@ -193,14 +225,23 @@ def _fn_fingerprint(fn, seen: dict | None = None):
     return parts
 
 
+def _global_state() -> dict:
+    """The process-wide settings a result may depend on: torch's default dtype and the book's mode (as
+    ``BOOK_MODE`` reads, so a function that calls :func:`lib.config.pick` inside is keyed on it)."""
+    torch = sys.modules.get("torch")
+    return {"dtype": str(torch.get_default_dtype()) if torch is not None else None,
+            "mode": os.environ.get("BOOK_MODE", "full").strip().lower() or "full"}
+
+
 def code_version(fn: Callable) -> str:
     """Hash of everything but the configuration that ``fn``'s result depends on: the source of every file of
-    ``lib``, ``fn``'s own code (source or code object, defaults, module-level helpers and constants outside
-    ``lib``) and the versions of Python, torch, numpy and scipy."""
+    ``lib``, ``fn``'s own code (source or code object, defaults, module-level helpers, constants, objects (an
+    ``nn.Module`` by its weights) and modules (by their source) outside ``lib``), torch's default dtype,
+    ``BOOK_MODE``, and the versions of Python and of the installed packages (:func:`library_versions`)."""
     if not callable(fn):
         raise ValueError(f"fn must be callable, got {type(fn).__name__}")
-    blob = json.dumps({"lib": lib_source_hash(), "fn": _fn_fingerprint(fn), "versions": library_versions()},
-                      sort_keys=True, default=repr)
+    blob = json.dumps({"lib": lib_source_hash(), "fn": _fn_fingerprint(fn), "versions": library_versions(),
+                       "state": _global_state()}, sort_keys=True, default=repr)
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 

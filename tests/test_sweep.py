@@ -262,6 +262,49 @@ def test_versions_of_the_stack_are_in_the_key(monkeypatch):
     assert sweep.code_version(_square) != base
 
 
+
+def test_global_state_packages_modules_and_objects_are_in_the_key(monkeypatch, tmp_path):
+    """The stale cases of the second review: default dtype, BOOK_MODE, package versions, a helper module outside
+    lib, a global nn.Module."""
+    import torch
+
+    base = sweep.code_version(_square)
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64 if before == torch.float32 else torch.float32)
+    try:
+        assert sweep.code_version(_square) != base
+    finally:
+        torch.set_default_dtype(before)
+    assert sweep.code_version(_square) == base
+    monkeypatch.setenv("BOOK_MODE", "full" if os.environ.get("BOOK_MODE") == "quick" else "quick")
+    assert sweep.code_version(_square) != base
+    monkeypatch.undo()
+    versions = sweep.library_versions()
+    assert {"networkx", "scikit-learn", "transformers", "torch", "numpy", "scipy"} <= set(versions)
+
+    helper = tmp_path / "helper_mod_eld.py"
+    helper.write_text("def scale(x):\n    return 2 * x\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import helper_mod_eld
+
+    module = types.ModuleType("__main__")
+    module.helper_mod_eld = helper_mod_eld
+    exec(compile("def uses(x):\n    return helper_mod_eld.scale(x)\n", "<cell>", "exec"), module.__dict__)
+    first = sweep.code_version(module.uses)
+    helper.write_text("def scale(x):\n    return 3 * x\n")
+    assert sweep.code_version(module.uses) != first
+
+    torch.manual_seed(0)
+    module.net = torch.nn.Linear(2, 1)
+    exec(compile("def apply(x):\n    return net(x)\n", "<cell>", "exec"), module.__dict__)
+    first = sweep.code_version(module.apply)
+    assert sweep.code_version(module.apply) == first
+    with torch.no_grad():
+        module.net.weight.add_(1.0)
+    assert sweep.code_version(module.apply) != first
+    sys.modules.pop("helper_mod_eld", None)
+
+
 _PROBE = """
 import sys
 from lib import sweep
