@@ -186,6 +186,10 @@ def check_array(name: str, value, *, ndim=None, finite: bool | str = True, nonem
     allowed ranks), no NaN/inf entries (``finite=True``; ``"some"``: NaN marks missing values, but at least one
     entry is finite; ``False``: no test), at least one entry (``nonempty``). Raises ``ValueError`` naming the
     argument. ``positive``: every entry > 0."""
+    if finite != "some":
+        check_bool("finite", finite)
+    check_bool("nonempty", nonempty)
+    check_bool("positive", positive)
     if isinstance(value, (str, bytes, bool)) or value is None:
         raise ValueError(f"{name} must be an array of numbers, got {value!r}")
     if hasattr(value, "detach"):
@@ -213,6 +217,9 @@ def check_array(name: str, value, *, ndim=None, finite: bool | str = True, nonem
 def check_int_array(name: str, value, *, minimum: int | None = None, maximum: int | None = None) -> np.ndarray:
     """A 1-D int64 NumPy array from ``value`` (a list, array or tensor of integers), checked: non-empty, every
     entry a whole number in ``[minimum, maximum]``. Raises ``ValueError`` naming the argument."""
+    for bound_name, bound in (("minimum", minimum), ("maximum", maximum)):
+        if bound is not None:
+            check_int(bound_name, bound)
     arr = check_array(name, value, ndim=1)
     if not np.all(arr == np.round(arr)):
         raise ValueError(f"{name} must hold integers, got {arr.tolist()}")

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lib.config import check_array, check_int, check_positive
+from lib.config import check_array, check_bool, check_int, check_positive
 from lib.maps import stop_at_divergence
 from lib.parts.concept_learning.sim_data import (
     as_concepts,
@@ -152,6 +152,7 @@ def affine_flow(
     z = ood_point(mu_arr, d) if z is None else np.asarray(z, dtype=np.float64)
     if z.shape != (d,):
         raise ValueError(f"z must have shape ({d},), got {z.shape}")
+    check_bool("origin_cluster", origin_cluster)
     m, A = population_moments(mu_arr, sig, d, origin_cluster=origin_cluster)
     Aa = augmented_moment(A, m)
     lam, V = np.linalg.eigh(Aa)
@@ -175,9 +176,9 @@ def learning_times(outputs, mu, times) -> np.ndarray:
     ``(1 - (1 - eta a_k)^J) / a_k`` exactly, and for Thm 4.1 it tends to ``1 / a_k``, so the concept with the
     larger ``a_k`` is learned first (:func:`predicted_learning_times`).
     """
-    mu_arr = np.atleast_1d(np.asarray(mu, dtype=np.float64))
+    mu_arr = np.atleast_1d(check_array("mu", mu))
     t = _times(times)
-    out = np.asarray(outputs, dtype=np.float64)
+    out = check_array("outputs", outputs, finite="some")  # NaN after a diverged run's step
     if out.ndim < 2 or out.shape[-2] != t.size or out.shape[-1] < mu_arr.size:
         raise ValueError(f"outputs must have shape (..., {t.size}, d >= {mu_arr.size}), got {out.shape}")
     if np.any(mu_arr <= 0):

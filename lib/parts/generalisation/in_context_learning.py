@@ -158,6 +158,8 @@ def sample_icl_prompts(n: int, relevant: torch.Tensor, irrelevant: torch.Tensor,
     check_range("alpha", alpha, 0.0, 1.0)
     check_positive("kappa", kappa, allow_zero=True)
     check_int("d_y", d_y, minimum=1)
+    if not isinstance(generator, torch.Generator):  # None would draw from torch's global generator
+        raise ValueError(f"generator must be a torch.Generator, got {generator!r}")
     m = relevant.shape[0]
     tasks = torch.as_tensor(_check_tasks(tasks, m))
     g = generator

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lib.config import check_array, check_in, check_int, check_positive, check_range, check_seed
+from lib.config import check_array, check_finite, check_in, check_int, check_positive, check_range, check_seed
 from lib.flows import integrate_flow
 from lib.maps import stop_at_divergence
 from lib.parts.induction_heads.four_phases import _check_setting, mixed_target, reparam_forward, targets_star
@@ -59,8 +59,11 @@ def ih_moments(w_values, X, w_star: float, *, softmax: str = "true", target: str
 
 def ih_loss_from_moments(h, alpha_star: float, EA2, EAT, ET2):
     """Induction-head loss from :func:`ih_moments`: ``(h^2 EA2 - 2 h h* EAT + h*^2 ET2)/2``."""
+    h = check_array("h", h, finite=True)
+    EA2, EAT = check_array("EA2", EA2), check_array("EAT", EAT)
+    check_finite("ET2", ET2)
     _, h_star = targets_star(alpha_star)
-    return 0.5 * (np.asarray(h) ** 2 * EA2 - 2 * np.asarray(h) * h_star * EAT + h_star**2 * ET2)
+    return 0.5 * (h**2 * EA2 - 2 * h * h_star * EAT + h_star**2 * ET2)
 
 
 def ih_sample_flow(
