@@ -112,6 +112,7 @@ def _real(name: str, value) -> float:
 
 def check_positive(name: str, value, *, allow_zero: bool = False) -> None:
     """Raise ``ValueError`` unless ``value`` is a finite number > 0 (or >= 0 with ``allow_zero``)."""
+    check_bool("allow_zero", allow_zero)
     v = _real(name, value)
     ok = np.isfinite(v) and (v >= 0 if allow_zero else v > 0)
     if not ok:
@@ -199,7 +200,11 @@ def check_array(name: str, value, *, ndim=None, finite: bool | str = True, nonem
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be an array of numbers, got {type(value).__name__}") from None
     if ndim is not None:
-        allowed = (ndim,) if isinstance(ndim, int) else tuple(ndim)
+        if isinstance(ndim, (str, bytes, float)) or not isinstance(ndim, (int, np.integer, tuple, list)):
+            raise ValueError(f"ndim must be an int >= 0, a tuple of them or None, got {ndim!r}")
+        for k in (ndim,) if isinstance(ndim, (int, np.integer)) else ndim:
+            check_int("ndim", k, minimum=0)
+        allowed = (ndim,) if isinstance(ndim, (int, np.integer)) else tuple(ndim)
         if arr.ndim not in allowed:
             raise ValueError(f"{name} must have {' or '.join(map(str, allowed))} dimensions, got shape {arr.shape}")
     if nonempty and arr.size == 0:

@@ -31,7 +31,7 @@ from lib.parts.concept_learning.sim_data import (
 
 
 def _times(times) -> np.ndarray:
-    t = np.atleast_1d(np.asarray(times, dtype=np.float64))
+    t = np.atleast_1d(check_array("times", times))
     if t.ndim != 1 or not np.all(np.isfinite(t)) or np.any(t < 0):
         raise ValueError(f"times must be a 1-D array of finite values >= 0, got shape {t.shape}")
     return t
@@ -225,7 +225,7 @@ def one_layer_gd_moments(A, lr: float, steps: int, W0=None, z=None, record_every
     on the outputs and the loss at the recorded steps (``lr > 2 / lambda_max`` diverges); the outputs after
     that step are NaN, as if the run had stopped there.
     """
-    A = np.asarray(A, dtype=np.float64)
+    A = check_array("A", A, ndim=2)
     if A.ndim != 2 or A.shape[0] != A.shape[1]:
         raise ValueError(f"A must be a square matrix, got shape {A.shape}")
     d = A.shape[0]
@@ -234,7 +234,7 @@ def one_layer_gd_moments(A, lr: float, steps: int, W0=None, z=None, record_every
     check_int("record_every", record_every, minimum=1)
     if z is None:
         raise ValueError("z (the evaluation point, shape (d,)) is required")
-    z = np.asarray(z, dtype=np.float64)
+    z = check_array("z", z)
     if z.shape != (d,):
         raise ValueError(f"z must have shape ({d},), got {z.shape}")
     W0 = _W0(W0, d)

@@ -64,8 +64,8 @@ def multiset_gap(rows1: np.ndarray, rows2: np.ndarray, decimals: int = 9) -> flo
     the rows after rounding to ``decimals``; ``inf`` when the sizes differ. 0 means no GA-MLP with these features
     separates the graphs."""
     check_int("decimals", decimals)
-    rows1 = np.atleast_2d(check_array("rows1", rows1, nonempty=False))
-    rows2 = np.atleast_2d(check_array("rows2", rows2, nonempty=False))
+    rows1 = np.atleast_2d(check_array("rows1", rows1))
+    rows2 = np.atleast_2d(check_array("rows2", rows2))
     if rows1.shape != rows2.shape:
         return math.inf
     s1 = sorted(map(tuple, np.round(rows1, decimals)))

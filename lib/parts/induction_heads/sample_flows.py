@@ -6,7 +6,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from lib.config import check_array, check_finite, check_in, check_int, check_positive, check_range, check_seed
+from lib.config import (
+    check_array,
+    check_bool,
+    check_finite,
+    check_in,
+    check_int,
+    check_positive,
+    check_range,
+    check_seed,
+)
 from lib.flows import integrate_flow
 from lib.maps import stop_at_divergence
 from lib.parts.induction_heads.four_phases import _check_setting, mixed_target, reparam_forward, targets_star
@@ -158,6 +167,9 @@ def online_sgd_reparam(
     check_positive("lr_4gram", lr_4gram)
     check_positive("lr_ih", lr_ih)
     check_positive("qk_ratio", qk_ratio)
+    check_bool("separate_qk", separate_qk)
+    check_int("eval_size", eval_size, minimum=1)
+    check_int("record_every", record_every, minimum=1)
     if isinstance(seeds, (str, bytes)) or not hasattr(seeds, "__iter__"):
         raise ValueError(f"seeds must be a non-empty list of integers, got {seeds!r}")
     for s in seeds:

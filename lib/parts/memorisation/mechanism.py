@@ -387,6 +387,7 @@ def associative_memory_run(
     check_int("steps", steps, minimum=1)
     check_positive("lr", lr)
     check_int("every", every, minimum=1)
+    check_seed("seed", seed)
     ranks = tuple(int(r) for r in ranks)
     for r in ranks:
         check_int("ranks", r, minimum=1, maximum=d)
