@@ -188,6 +188,9 @@ def _decode(node, arrays: dict, depth: int = 0):
         obj = cls.__new__(cls)
         for k, v in values.items():
             object.__setattr__(obj, k, v)
+        post = getattr(cls, "__post_init__", None)
+        if post is not None:  # the class's own checks: a forged entry with invalid fields is refused
+            post(obj)
         return obj
     raise ValueError(f"unknown node {tag!r}")
 

@@ -540,6 +540,17 @@ def test_cache_environment_variables(cache, monkeypatch, tmp_path):
         config.cache_dir()
 
 
+def test_decoded_dataclasses_pass_their_own_checks():
+    from lib._cache_format import decode_entry, encode_entry
+    from lib.models.transformer import TransformerConfig
+
+    cfg = TransformerConfig(d_in=2, d_model=8, n_layers=1, max_len=8)
+    assert decode_entry(io.BytesIO(encode_entry(cfg, key="k")), key="k") == cfg
+    object.__setattr__(cfg, "n_layers", -3)  # a forged entry: fields the constructor would refuse
+    with pytest.raises(ValueError, match="n_layers"):
+        decode_entry(io.BytesIO(encode_entry(cfg, key="k")), key="k")
+
+
 def test_success_map_members_are_validated():
     from lib.success import check_members
 
