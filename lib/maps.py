@@ -190,7 +190,7 @@ def lyapunov_exponent(F: Callable, x0, steps: int, *, transient: int = 0, seed: 
     check_int("steps", steps, minimum=1)
     check_int("transient", transient, minimum=0)
     check_int("seed", seed, minimum=0)
-    x = torch.as_tensor(np.asarray(x0, dtype=float) if not isinstance(x0, torch.Tensor) else x0,
+    x = torch.as_tensor(check_array("x0", x0, finite=False) if not isinstance(x0, torch.Tensor) else x0,
                         dtype=torch.float64)
     if x.ndim < 1 or x.shape[0] < 1:
         raise ValueError(f"x0 must have a leading batch axis, got shape {tuple(x.shape)}")

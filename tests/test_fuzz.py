@@ -69,6 +69,7 @@ MUTATIONS = {
     "posinf": ([0.0, -1.0, NAN], ["abc", None]),  # > 0, inf allowed
     "posnone": ([0.0, -1.0, NAN, INF], ["abc"]),  # > 0, None allowed
     "callable": ([], ["abc", None]),
+    "object": ([], ["abc", None, 3]),  # a configuration or model object of a given class
 }
 
 
@@ -184,10 +185,11 @@ CASES = [
     C(transformer.default_alibi_slopes, "n_heads:count", 2),
     C(transformer.alibi_bias, "T:count causal:option", 4, torch.ones(1)),
     C(transformer.softmax_attention, "q:state k:state v:state scale:pos", *(torch.ones(1, 3, 2),) * 3),
-    C(transformer.MultiHeadAttention, "layer:count", SMALL_CFG, 0),
+    C(transformer.MultiHeadAttention, "cfg:object layer:count", SMALL_CFG, 0),
     C(transformer.FFN, "d_model:count hidden:count bias:bool", 4, 8),
     C(transformer.LinearFFN, "d_model:count bias:bool", 4),
-    C(transformer.Block, "layer:count", SMALL_CFG, 0),
+    C(transformer.Block, "cfg:object layer:count", SMALL_CFG, 0),
+    C(transformer.Transformer, "cfg:object", SMALL_CFG),
     C(cnn.CNNConfig, "in_channels:count hidden:count heads:count"),
     C(cnn.concept_probs, "x:array batch:count", CNN, IMGS),
     C(unet.UNetConfig, "in_channels:count blocks:count cond_dim:count emb_dim:count groups:count"),
@@ -585,7 +587,6 @@ models.one_hidden: cross_entropy_gradient cross_entropy_hessian cross_entropy_ri
 models.probes: induction_key_mask prev_token_score
 models.sgnn: apply_adjacency instance_norm
 models.shallow_attention: ShallowAttention attention_mass
-models.transformer: Transformer
 models.unet: CondUNet num_params
 parts.concept_learning.deep_models: assumptions_satisfiable check_assumptions deep_linear_population_run
     entry_groups growth_suppression_noise illusion_fraction major_after_minor plateau_stats run_symmetric

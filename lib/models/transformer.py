@@ -190,6 +190,11 @@ class TransformerConfig:
         return self.vocab_size if self.vocab_size is not None else self.d_in
 
 
+def _check_config(cfg) -> None:
+    if not isinstance(cfg, TransformerConfig):
+        raise ValueError(f"cfg must be a TransformerConfig, got {type(cfg).__name__}")
+
+
 def _ffn_kind(value) -> str:
     """Normalise one layer's ``ffn`` entry to ``"mlp"``, ``"linear"`` or ``"none"``."""
     if isinstance(value, bool):
@@ -282,6 +287,7 @@ class MultiHeadAttention(nn.Module):
 
     def __init__(self, cfg: TransformerConfig, layer: int):
         super().__init__()
+        _check_config(cfg)
         check_int("layer", layer, minimum=0, maximum=cfg.n_layers - 1)
         H, dh, D = cfg.heads(layer), cfg.head_dim(layer), cfg.d_model
         self.n_heads, self.d_head, self.causal = H, dh, cfg.causal
@@ -370,6 +376,7 @@ class Block(nn.Module):
 
     def __init__(self, cfg: TransformerConfig, layer: int):
         super().__init__()
+        _check_config(cfg)
         check_int("layer", layer, minimum=0, maximum=cfg.n_layers - 1)
         self.attn = MultiHeadAttention(cfg, layer)
         self.residual = cfg._layers["residual"][layer]
@@ -399,6 +406,7 @@ class Transformer(nn.Module):
 
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
+        _check_config(cfg)
         self.cfg = cfg
         D = cfg.d_model
         if cfg.vocab_size is not None:

@@ -24,7 +24,7 @@ import math
 import numpy as np
 import torch
 
-from lib.config import check_in, check_int, check_positive, check_range, check_seed
+from lib.config import check_array, check_in, check_int, check_positive, check_range, check_seed
 from lib.data import prompts
 from lib.models.prune import neuron_mask
 from lib.models.shallow_attention import ShallowAttention
@@ -383,7 +383,7 @@ def pruning_curve(model: ShallowAttention, config: dict, rates, method: str = "m
     Returns:
         dict with ``rates``, ``hinge`` and ``error`` (numpy, one entry per rate).
     """
-    rates = np.asarray(rates, dtype=float)
+    rates = check_array("rates", rates, ndim=1)
     if rates.ndim != 1 or len(rates) == 0 or np.any(rates < 0) or np.any(rates > 1):
         raise ValueError(f"rates must be a non-empty 1-d array in [0, 1], got {rates}")
     check_in("method", method, ("magnitude", "largest", "random"))
