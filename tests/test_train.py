@@ -394,3 +394,16 @@ def test_truthy_strings_are_not_flags():
 
     with pytest.raises(ValueError, match="enabled"):
         config.set_float64("no")
+
+
+def test_seeds_are_checked_not_truncated():
+    from lib.models import hf
+    from lib.parts.memorisation import ioi
+
+    torch.set_default_dtype(torch.float32)
+    for seed in (2.5, -1, "3"):
+        with pytest.raises(ValueError, match="seed"):
+            ioi.split_model(6, 8, 10, 4, 8, seed=seed)
+        with pytest.raises(ValueError, match="seed"):
+            hf.tiny_gpt_neox(16, seed=seed)
+    torch.set_default_dtype(torch.float64)
