@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 import torch
 
-from lib import config, curvature, curves, flows, maps, plots, stats, train, widgets
+from lib import config, curvature, curves, flows, maps, plots, stats, sweep, train, widgets
 from lib.data import digits, gmm, prompts, sphere, tokens
 from lib.graphs import equivalence, generators, operators, sampling, wl
 from lib.models import cnn, gcn, gnn, laser, mlp, one_hidden, prune, sgnn, transformer, unet
@@ -394,6 +394,23 @@ CASES = [
     C(gtr.karate_graph, ""),
     C(gtr.train_gt_graphs, "steps:count record_every:count gcn:bool pe:bool seed:seed", [GT_G0], [0], [4],
       GT_TINY, steps=2),
+    # ------------------------------------------------------------------ further public names (second round)
+    C(curves.decay_law, "t:array y:array", T8 + 1, np.exp(-T8)),
+    C(curves.peak_positions, "curve:array prominence:pos", np.stack([np.sin(T8)] * 2), 0.1),
+    C(generators.barabasi_albert, "n:count m:count seed:seed", 8, 2),
+    C(generators.binary_sbm, "n:count a:nonneg b:nonneg seed:seed", 20, 5.0, 1.0),
+    C(generators.erdos_renyi_mean_degree, "n:count mean_degree:nonneg seed:seed", 10, 3.0),
+    C(generators.full_mary_tree, "m:count depth:count", 2, 2),
+    C(generators.powerlaw_cluster, "n:count m:count p:prob seed:seed", 10, 2, 0.3),
+    C(stats.power_law_exponent, "x:array y:array n_boot:count seed:seed level:prob", [1.0, 2.0, 4.0, 8.0],
+      [1.0, 0.5, 0.26, 0.12], n_boot=100),
+    C(sim_data.hypercube_corners, "mu:array", MU2),
+    C(sim_data.ood_point, "mu:array", MU2),
+    C(sim_data.population_moments, "mu:array sigma:array origin_cluster:bool", MU2, SIG2),
+    C(matrix_factorisation.mf_trajectory, "eta:pos steps:count bound:pos",
+      *(a[0] for a in matrix_factorisation.generic_init(1, 2)),
+      matrix_factorisation.diag_target(np.array([[1.0, 0.5]]))[0], 0.5, 4),
+    C(sweep.config_key, "config:object", "n", {"x": 1}, "v"),
     C(gtr.graph_experiment, "family:option gamma_d:prob eps_S:prob", "core", [1], [0], [4], GT_TINY,
       runs={"pe": 1}),
     C(group_imbalance.rho, "u:array sigma:array", [0.5, 1.0], 1.0),
@@ -564,14 +581,13 @@ claims: ClaimsTable badge chapter coverage exponent_status failed_preconditions 
 config: check_bool check_callable check_finite check_in check_int check_int_array check_range check_seed
     check_shape pick
 curvature: HessianOperator flatten_module top_eigenpairs
-curves: attention_mass_by_type decay_law detour distance_rebound peak_positions
+curves: attention_mass_by_type detour distance_rebound
 data.gmm: gaussian_mixture rotated_covariance teacher_labels teacher_probability
 data.prompts: context_starts cot_columns follow_steps icl_columns orthogonal_noise query_columns sample_chains
     shift_tasks subframe
 data.tokens: as_generator pattern_bank pattern_sequences
 graphs.equivalence: class_sizes gamlp_features graph_keys node_keys
-graphs.generators: barabasi_albert binary_sbm binary_sbm_edges erdos_renyi_mean_degree from_neighbourhoods
-    full_mary_tree powerlaw_cluster tree_labellings
+graphs.generators: binary_sbm_edges from_neighbourhoods tree_labellings
 graphs.operators: adjacency degrees triangle_adjacency
 graphs.sampling: FastGCNSampler GroupSampler column_scale effective_adjacency gcn_adjacency inf_norm
     sampler_by_name
@@ -598,7 +614,7 @@ parts.concept_learning.linear_gd: end_to_end population_gd_deep_linear sgd_mlp_b
 parts.concept_learning.plots: hypercube_positions plot_entry_groups plot_hypercube plot_trajectory_plane
 parts.concept_learning.shapes: class_conditioning render_discs
 parts.concept_learning.sim_data: as_concepts augmented_moment empirical_mean empirical_second_moment
-    hypercube_corners ood_point population_moments sim_gaussian_mixture_batch
+    sim_gaussian_mixture_batch
 parts.concept_learning.sim_one_layer: GDMoments affine_rates fit_exponential_rate flip_mu learning_order
     one_layer_weights theorem41_terms
 parts.edge_of_stability.balancing: product_hessian_top project_onto_manifold single_neuron_population_grad
@@ -606,8 +622,8 @@ parts.edge_of_stability.balancing: product_hessian_top project_onto_manifold sin
 parts.edge_of_stability.beyond_low_dimension: cross_section equal_k_sharpness line_search_minimum
     mlp_eos_experiment run_mlp_eos run_teacher_student teacher_student_experiment ts_loss ts_ratios ts_unpack
 parts.edge_of_stability.matrix_factorisation: diag_target divergence_boundary fig6_orbit_check line_holds
-    mf_flat_loss mf_loss mf_step mf_trajectory orbit_structure quasi_symmetric_init thm6_condition
-    thm6_eigenpair top_direction_value
+    mf_flat_loss mf_loss mf_step orbit_structure quasi_symmetric_init thm6_condition thm6_eigenpair
+    top_direction_value
 parts.edge_of_stability.one_dimensional: higher_order_test stable_oscillation_condition
 parts.generalisation.chain_of_thought: attention_dynamics cot_inference cot_training_batch error_curves
     icl_inference sample_test_prompts step_transitions train_cot
@@ -643,9 +659,8 @@ parts.memorisation.noisy_recall: dropped_scores eval_batches init_code_scale log
     recall_experiment recall_metrics recall_model repeated_targets restore_model train_recall value_rank_scores
 parts.memorisation.recall_data: recall_counts repeated_trigger_mask
 plots: attention_heatmap bifurcation_scatter figure_description matrix_heatmap phase_heatmap shade_phases
-stats: power_law_exponent
 success: check_members fit_boundary success_map
-sweep: cached_call clean_orphans clear_cache code_version config_key sweep
+sweep: cached_call clean_orphans clear_cache code_version sweep
 widgets: SliderFigure render_png static_html
 """
 

@@ -153,6 +153,7 @@ def mf_trajectory(Y0, Z0, C, eta: float, steps: int, bound: float = 1e6) -> dict
     """
     check_int("steps", steps, minimum=1)
     check_positive("eta", eta)
+    check_positive("bound", bound)
     Y, Z, C = (np.array(_np(a), dtype=float) for a in (Y0, Z0, C))
     for name, M in (("Y0", Y), ("Z0", Z)):
         check_shape(name, M, C.shape)
