@@ -269,6 +269,8 @@ def _safe(name: str) -> str:
 
 
 def _path(name: str, key: str) -> Path:
+    if len(_safe(name).encode()) > 200:  # a folder name the file system would refuse
+        raise ValueError(f"name must be at most 200 characters, got {len(name)}")
     folder = cache_dir() / _safe(name)
     if folder.is_symlink():
         raise ValueError(f"the cache folder of name={name!r} ({folder}) is a symbolic link: refusing to write "

@@ -520,6 +520,13 @@ def test_a_directory_at_the_entry_path_keeps_the_result(cache):
         assert sweep.cached_call(_square, {"x": 5}, name="dir") == 25
 
 
+def test_overlong_name_is_named_before_computing(cache):
+    _square.calls = 0
+    with pytest.raises(ValueError, match="name"):
+        sweep.cached_call(_square, {"x": 1}, name="n" * 300)
+    assert _square.calls == 0
+
+
 def test_cache_environment_variables(cache, monkeypatch, tmp_path):
     from lib import config
 
