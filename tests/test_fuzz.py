@@ -411,6 +411,10 @@ CASES = [
       *(a[0] for a in matrix_factorisation.generic_init(1, 2)),
       matrix_factorisation.diag_target(np.array([[1.0, 0.5]]))[0], 0.5, 4),
     C(sweep.config_key, "config:object", "n", {"x": 1}, "v"),
+    C(operators.triangle_adjacency, "G:object", G6),
+    C(sampling.inf_norm, "A:array", torch.eye(3)),
+    C(tokens.pattern_bank, "M:count d:count", 3, 4),
+    C(matrix_factorisation.quasi_symmetric_init, "X0:array alpha:pos eps:nonneg seed:seed", np.eye(2), 0.5),
     C(gtr.graph_experiment, "family:option gamma_d:prob eps_S:prob", "core", [1], [0], [4], GT_TINY,
       runs={"pe": 1}),
     C(group_imbalance.rho, "u:array sigma:array", [0.5, 1.0], 1.0),
@@ -585,12 +589,11 @@ curves: attention_mass_by_type detour distance_rebound
 data.gmm: gaussian_mixture rotated_covariance teacher_labels teacher_probability
 data.prompts: context_starts cot_columns follow_steps icl_columns orthogonal_noise query_columns sample_chains
     shift_tasks subframe
-data.tokens: as_generator pattern_bank pattern_sequences
+data.tokens: as_generator pattern_sequences
 graphs.equivalence: class_sizes gamlp_features graph_keys node_keys
 graphs.generators: binary_sbm_edges from_neighbourhoods tree_labellings
-graphs.operators: adjacency degrees triangle_adjacency
-graphs.sampling: FastGCNSampler GroupSampler column_scale effective_adjacency gcn_adjacency inf_norm
-    sampler_by_name
+graphs.operators: adjacency degrees
+graphs.sampling: FastGCNSampler GroupSampler column_scale effective_adjacency gcn_adjacency sampler_by_name
 graphs.walks: attributed_walk_counts brute_force_walk_counts walk_type_counts
 graphs.wl: colour_multiset node_features wl_colours_batch
 maps: cobweb
@@ -622,8 +625,7 @@ parts.edge_of_stability.balancing: product_hessian_top project_onto_manifold sin
 parts.edge_of_stability.beyond_low_dimension: cross_section equal_k_sharpness line_search_minimum
     mlp_eos_experiment run_mlp_eos run_teacher_student teacher_student_experiment ts_loss ts_ratios ts_unpack
 parts.edge_of_stability.matrix_factorisation: diag_target divergence_boundary fig6_orbit_check line_holds
-    mf_flat_loss mf_loss mf_step orbit_structure quasi_symmetric_init thm6_condition thm6_eigenpair
-    top_direction_value
+    mf_flat_loss mf_loss mf_step orbit_structure thm6_condition thm6_eigenpair top_direction_value
 parts.edge_of_stability.one_dimensional: higher_order_test stable_oscillation_condition
 parts.generalisation.chain_of_thought: attention_dynamics cot_inference cot_training_batch error_curves
     icl_inference sample_test_prompts step_transitions train_cot

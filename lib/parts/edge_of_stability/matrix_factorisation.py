@@ -203,6 +203,8 @@ def quasi_symmetric_init(X0, alpha: float, eps: float = 1e-3, seed: int = 0):
     """
     check_positive("alpha", alpha)
     check_positive("eps", eps, allow_zero=True)
+    check_seed("seed", seed)
+    check_array("X0", X0)
     X0 = _batch(X0, "X0")
     g = torch.Generator().manual_seed(int(seed))
     Y = alpha * X0 + eps * torch.randn(X0.shape, generator=g, dtype=torch.float64)
