@@ -44,7 +44,7 @@ from lib.parts.generalisation import group_images as gim
 from lib.parts.generalisation import in_context_learning as icl
 from lib.parts.graph_networks import communities, rooted_graphs, telling_graphs_apart, walk_counting
 from lib.parts.induction_heads import construction, convergence, four_phases, sample_flows, trained_transformers
-from lib.parts.memorisation import ioi, mechanism, recall_data
+from lib.parts.memorisation import ioi, mechanism, noisy_recall, recall_data
 
 
 @pytest.fixture(autouse=True)
@@ -418,6 +418,9 @@ CASES = [
     C(sweep.config_key, "config:object", "n", {"x": 1}, "v"),
     C(operators.triangle_adjacency, "G:object", G6),
     C(sampling.inf_norm, "A:array", torch.eye(3)),
+    C(operators.adjacency, "G:object", G6),
+    C(operators.degrees, "G:object", G6),
+    C(noisy_recall.log_steps, "steps:count", 100),
     C(tokens.pattern_bank, "M:count d:count", 3, 4),
     C(matrix_factorisation.quasi_symmetric_init, "X0:array alpha:pos eps:nonneg seed:seed", np.eye(2), 0.5),
     C(gtr.graph_experiment, "family:option gamma_d:prob eps_S:prob", "core", [1], [0], [4], GT_TINY,
@@ -597,7 +600,6 @@ data.prompts: context_starts cot_columns follow_steps icl_columns orthogonal_noi
 data.tokens: as_generator pattern_sequences
 graphs.equivalence: class_sizes gamlp_features graph_keys node_keys
 graphs.generators: binary_sbm_edges from_neighbourhoods tree_labellings
-graphs.operators: adjacency degrees
 graphs.sampling: FastGCNSampler GroupSampler column_scale effective_adjacency gcn_adjacency sampler_by_name
 graphs.walks: attributed_walk_counts brute_force_walk_counts walk_type_counts
 graphs.wl: colour_multiset node_features wl_colours_batch
@@ -662,7 +664,7 @@ parts.memorisation.ioi: bigram_split_loss ioi_experiment ioi_scores train_ioi
 parts.memorisation.language_models: corpus_batch encode laser_sweep lm_loss probe probe_prompts run_template_lm
     template_sentence train_template_lm
 parts.memorisation.mechanism: one_step_gradients
-parts.memorisation.noisy_recall: dropped_scores eval_batches init_code_scale log_steps pre_ff2_states probe_maps
+parts.memorisation.noisy_recall: dropped_scores eval_batches init_code_scale pre_ff2_states probe_maps
     recall_experiment recall_metrics recall_model repeated_targets restore_model train_recall value_rank_scores
 parts.memorisation.recall_data: recall_counts repeated_trigger_mask
 plots: attention_heatmap bifurcation_scatter figure_description matrix_heatmap phase_heatmap shade_phases
