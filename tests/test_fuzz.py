@@ -421,6 +421,10 @@ CASES = [
     C(operators.adjacency, "G:object", G6),
     C(operators.degrees, "G:object", G6),
     C(noisy_recall.log_steps, "steps:count", 100),
+    C(curves.detour, "traj:array target:array", np.stack([Y8, Y8[::-1]], 1), [1.0, 1.0]),
+    C(curves.distance_rebound, "dist:array", Y8),
+    C(unet.num_params, "model:object", torch.nn.Linear(2, 1)),
+    C(equivalence.class_sizes, "keys:object", [1, 1, 2]),
     C(tokens.pattern_bank, "M:count d:count", 3, 4),
     C(matrix_factorisation.quasi_symmetric_init, "X0:array alpha:pos eps:nonneg seed:seed", np.eye(2), 0.5),
     C(gtr.graph_experiment, "family:option gamma_d:prob eps_S:prob", "core", [1], [0], [4], GT_TINY,
@@ -593,12 +597,12 @@ claims: ClaimsTable badge chapter coverage exponent_status failed_preconditions 
 config: check_bool check_callable check_finite check_in check_int check_int_array check_range check_seed
     check_shape pick
 curvature: HessianOperator flatten_module top_eigenpairs
-curves: attention_mass_by_type detour distance_rebound
+curves: attention_mass_by_type
 data.gmm: gaussian_mixture rotated_covariance teacher_labels teacher_probability
 data.prompts: context_starts cot_columns follow_steps icl_columns orthogonal_noise query_columns sample_chains
     shift_tasks subframe
 data.tokens: as_generator pattern_sequences
-graphs.equivalence: class_sizes gamlp_features graph_keys node_keys
+graphs.equivalence: gamlp_features graph_keys node_keys
 graphs.generators: binary_sbm_edges from_neighbourhoods tree_labellings
 graphs.sampling: FastGCNSampler GroupSampler column_scale effective_adjacency gcn_adjacency sampler_by_name
 graphs.walks: attributed_walk_counts brute_force_walk_counts walk_type_counts
@@ -613,7 +617,7 @@ models.one_hidden: cross_entropy_gradient cross_entropy_hessian cross_entropy_ri
 models.probes: induction_key_mask prev_token_score
 models.sgnn: apply_adjacency instance_norm
 models.shallow_attention: ShallowAttention attention_mass
-models.unet: CondUNet num_params
+models.unet: CondUNet
 parts.concept_learning.deep_models: assumptions_satisfiable check_assumptions deep_linear_population_run
     entry_groups growth_suppression_noise illusion_fraction major_after_minor plateau_stats run_symmetric
     stage_sequence w_update_d2
