@@ -10,11 +10,15 @@ tensors and dataclasses; anything else raises ``ValueError`` before anything is 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import importlib
 import io
 import json
+import re
 import sys
+import zipfile
+from pathlib import Path
 
 import numpy as np
 
@@ -23,17 +27,42 @@ _PACKAGE = __name__.rpartition(".")[0] or "lib"
 _MAX_DEPTH = 100
 
 
-def library_versions() -> dict:
-    """Versions of Python, torch, numpy and scipy (from the installed distributions; ``None`` if absent)."""
+_CORE = ("torch", "numpy", "scipy", "scikit-learn", "networkx", "transformers", "matplotlib", "joblib")
+
+
+@functools.lru_cache(maxsize=1)
+def _pinned_names() -> tuple:
+    """The distributions pinned in the repository's ``requirements.txt`` (empty if there is none)."""
+    path = Path(__file__).resolve().parent.parent / "requirements.txt"
+    if not path.is_file():
+        return ()
+    names = []
+    for line in path.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        name = re.split(r"[\s=<>!~;\[]", line, maxsplit=1)[0] if line else ""
+        if name:
+            names.append(name.lower())
+    return tuple(names)
+
+
+@functools.lru_cache(maxsize=1)
+def _installed_versions() -> tuple:
     from importlib import metadata
 
     out = {"python": ".".join(map(str, sys.version_info[:3]))}
-    for dist in ("torch", "numpy", "scipy"):
+    for dist in sorted(set(_CORE) | set(_pinned_names())):
         try:
             out[dist] = metadata.version(dist)
         except metadata.PackageNotFoundError:
             out[dist] = None
-    return out
+    return tuple(out.items())
+
+
+def library_versions() -> dict:
+    """Versions of Python and of the installed distributions a result may depend on: torch, numpy, scipy,
+    scikit-learn, networkx, transformers, matplotlib, joblib and every package pinned in ``requirements.txt``
+    (``None`` if absent). Read once per process."""
+    return dict(_installed_versions())
 
 
 def _in_lib(module_name: str | None) -> bool:
@@ -159,6 +188,9 @@ def _decode(node, arrays: dict, depth: int = 0):
         obj = cls.__new__(cls)
         for k, v in values.items():
             object.__setattr__(obj, k, v)
+        post = getattr(cls, "__post_init__", None)
+        if post is not None:  # the class's own checks: a forged entry with invalid fields is refused
+            post(obj)
         return obj
     raise ValueError(f"unknown node {tag!r}")
 
@@ -185,9 +217,28 @@ def encode_entry(result, *, key: str, name: str = "") -> bytes:
     return buf.getvalue()
 
 
+def _check_stored(source) -> None:
+    """Refuse an archive whose members are compressed or claim more bytes than they occupy, before anything is
+    inflated: entries are written uncompressed (``np.savez``), so a member that would inflate is not one of ours
+    (a small file could otherwise expand to gigabytes before its checksum is read)."""
+    if hasattr(source, "seek"):
+        start = source.tell()
+    try:
+        with zipfile.ZipFile(source) as zf:
+            for info in zf.infolist():
+                if info.compress_type != zipfile.ZIP_STORED or info.file_size > info.compress_size:
+                    raise ValueError(f"archive member {info.filename!r} is compressed: not a cache entry")
+    except zipfile.BadZipFile:
+        raise ValueError("not an .npz archive") from None
+    finally:
+        if hasattr(source, "seek"):
+            source.seek(start)
+
+
 def decode_entry(source, *, key: str):
     """The result held by a cache entry (a path or a binary file); ``ValueError`` (or an I/O error) if it does
     not load without pickle, fails its checksum or belongs to another key."""
+    _check_stored(source)
     npz = np.load(source, allow_pickle=False)
     if not isinstance(npz, np.lib.npyio.NpzFile):
         raise ValueError("not an .npz archive")

@@ -54,6 +54,7 @@ def setup(
         float64: use float64 as torch's default dtype.
         seed: non-negative integer seed.
     """
+    config.mode()  # a bad BOOK_MODE stops the chapter here, before any cell runs in the wrong mode
     config.check_in("work", work, claims.WORKS)
     config.check_int("threads", threads, minimum=1)
     if not isinstance(float64, bool):

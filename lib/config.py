@@ -63,6 +63,7 @@ def set_float64(enabled: bool = True) -> None:
     """Make float64 (``enabled=True``) or float32 the default torch dtype."""
     import torch
 
+    check_bool("enabled", enabled)
     torch.set_default_dtype(torch.float64 if enabled else torch.float32)
 
 
@@ -76,9 +77,20 @@ def set_threads(n: int = 1) -> None:
 
 
 def cache_dir() -> Path:
-    """Directory of the on-disk sweep cache: ``ELD_CACHE_DIR`` or ``<repo>/.cache``."""
-    path = Path(os.environ.get("ELD_CACHE_DIR", REPO_ROOT / ".cache"))
-    path.mkdir(parents=True, exist_ok=True)
+    """Directory of the on-disk sweep cache: ``ELD_CACHE_DIR`` or ``<repo>/.cache`` (created if missing).
+
+    A set but empty ``ELD_CACHE_DIR`` and one that names a file (or a directory that cannot be created) raise a
+    ``ValueError`` naming the variable."""
+    value = os.environ.get("ELD_CACHE_DIR")
+    if value is not None and not value.strip():
+        raise ValueError("ELD_CACHE_DIR is set but empty: unset it (default <repo>/.cache) or give a directory")
+    path = Path(value) if value is not None else REPO_ROOT / ".cache"
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"ELD_CACHE_DIR must name a directory, but {str(path)!r} is a file")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ValueError(f"the sweep cache directory (ELD_CACHE_DIR) {str(path)!r} cannot be created: {err}") from None
     return path
 
 
@@ -100,6 +112,7 @@ def _real(name: str, value) -> float:
 
 def check_positive(name: str, value, *, allow_zero: bool = False) -> None:
     """Raise ``ValueError`` unless ``value`` is a finite number > 0 (or >= 0 with ``allow_zero``)."""
+    check_bool("allow_zero", allow_zero)
     v = _real(name, value)
     ok = np.isfinite(v) and (v >= 0 if allow_zero else v > 0)
     if not ok:
@@ -174,6 +187,10 @@ def check_array(name: str, value, *, ndim=None, finite: bool | str = True, nonem
     allowed ranks), no NaN/inf entries (``finite=True``; ``"some"``: NaN marks missing values, but at least one
     entry is finite; ``False``: no test), at least one entry (``nonempty``). Raises ``ValueError`` naming the
     argument. ``positive``: every entry > 0."""
+    if finite != "some":
+        check_bool("finite", finite)
+    check_bool("nonempty", nonempty)
+    check_bool("positive", positive)
     if isinstance(value, (str, bytes, bool)) or value is None:
         raise ValueError(f"{name} must be an array of numbers, got {value!r}")
     if hasattr(value, "detach"):
@@ -183,7 +200,11 @@ def check_array(name: str, value, *, ndim=None, finite: bool | str = True, nonem
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be an array of numbers, got {type(value).__name__}") from None
     if ndim is not None:
-        allowed = (ndim,) if isinstance(ndim, int) else tuple(ndim)
+        if isinstance(ndim, (str, bytes, float)) or not isinstance(ndim, (int, np.integer, tuple, list)):
+            raise ValueError(f"ndim must be an int >= 0, a tuple of them or None, got {ndim!r}")
+        for k in (ndim,) if isinstance(ndim, (int, np.integer)) else ndim:
+            check_int("ndim", k, minimum=0)
+        allowed = (ndim,) if isinstance(ndim, (int, np.integer)) else tuple(ndim)
         if arr.ndim not in allowed:
             raise ValueError(f"{name} must have {' or '.join(map(str, allowed))} dimensions, got shape {arr.shape}")
     if nonempty and arr.size == 0:
@@ -201,6 +222,9 @@ def check_array(name: str, value, *, ndim=None, finite: bool | str = True, nonem
 def check_int_array(name: str, value, *, minimum: int | None = None, maximum: int | None = None) -> np.ndarray:
     """A 1-D int64 NumPy array from ``value`` (a list, array or tensor of integers), checked: non-empty, every
     entry a whole number in ``[minimum, maximum]``. Raises ``ValueError`` naming the argument."""
+    for bound_name, bound in (("minimum", minimum), ("maximum", maximum)):
+        if bound is not None:
+            check_int(bound_name, bound)
     arr = check_array(name, value, ndim=1)
     if not np.all(arr == np.round(arr)):
         raise ValueError(f"{name} must hold integers, got {arr.tolist()}")

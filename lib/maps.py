@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from lib.config import check_array, check_callable, check_finite, check_int, check_positive
+from lib.config import check_array, check_callable, check_finite, check_int, check_positive, check_range
 
 
 def iterate_map(F: Callable, x0, steps: int, *, keep: int | None = None, bound: float = 1e12):
@@ -49,14 +49,33 @@ def iterate_map(F: Callable, x0, steps: int, *, keep: int | None = None, bound: 
     return out
 
 
+GROWTH_WINDOW = 8
+
+
+def _sustained_growth(loss: np.ndarray, growth: float) -> np.ndarray:
+    """(T, *batch) bool: the loss rose at each of the last :data:`GROWTH_WINDOW` steps, by more than ``growth``
+    in all, and is above its value at step 0 (the rule of ``lib._optim.GrowthTest``)."""
+    T, W = loss.shape[0], GROWTH_WINDOW
+    out = np.zeros(loss.shape, dtype=bool)
+    if T <= W:
+        return out
+    with np.errstate(invalid="ignore", over="ignore"):
+        rises = np.concatenate([np.zeros((1, *loss.shape[1:]), dtype=int), np.cumsum(loss[1:] > loss[:-1], axis=0)])
+        first = loss[:-W]
+        out[W:] = ((rises[W:] - rises[:-W]) == W) & (first > 0) & (loss[W:] > growth * first) & (loss[W:] > loss[0])
+    return out
+
+
 def stop_at_divergence(history: dict, keys=None, *, loss_keys=(), batch_ndim: int = 0, bound: float = 1e8,
-                       factor: float | None = 1e6) -> dict:
+                       factor: float | None = 1e6, growth: float | None = 1e4) -> dict:
     """Apply the book's divergence rule (that of :func:`lib.train.train`) to the history of a hand-written map.
 
     A run diverges at the first step where one of its recorded values is not finite or exceeds ``bound`` in
     magnitude, or where a loss exceeds ``factor`` times its value at step 0 (when that is > 0; ``factor=None``
-    switches the relative test off; parameters started near zero may grow by any factor). The history up to and
-    including that step is kept; later entries become NaN, as if the run had stopped there.
+    switches the relative test off; parameters started near zero may grow by any factor), or where a loss rose at
+    each of the last 8 recorded steps, by more than ``growth`` in all, and is above its value at step 0 (the
+    per-step test of :func:`lib.train.train`; ``growth=None`` switches it off). The history up to and including
+    that step is kept; later entries become NaN, as if the run had stopped there.
 
     Args:
         history: name -> array of shape ``(T, *batch, ...)`` (the same ``T`` and batch shape for all).
@@ -65,6 +84,7 @@ def stop_at_divergence(history: dict, keys=None, *, loss_keys=(), batch_ndim: in
         batch_ndim: number of batch axes after the time axis (runs that diverge independently).
         bound: absolute bound (> 0).
         factor: relative bound (> 1) or None.
+        growth: growth over 8 rising steps (> 1) or None.
 
     Returns:
         a new dict: the masked arrays, plus ``diverged`` (batch-shaped bool) and ``diverged_step`` (batch-shaped
@@ -75,6 +95,8 @@ def stop_at_divergence(history: dict, keys=None, *, loss_keys=(), batch_ndim: in
         check_positive("factor", factor)
         if factor <= 1:
             raise ValueError(f"factor must be > 1 or None, got {factor!r}")
+    if growth is not None:
+        check_range("growth", growth, 1.0, None, lo_open=True)
     check_int("batch_ndim", batch_ndim, minimum=0)
     if not isinstance(history, dict) or not history:
         raise ValueError("history must be a non-empty dict name -> array")
@@ -95,6 +117,8 @@ def stop_at_divergence(history: dict, keys=None, *, loss_keys=(), batch_ndim: in
             if factor is not None and k in loss_keys:
                 start = mag[0].max(axis=-1)
                 b |= (start > 0) & (np.nan_to_num(mag, nan=np.inf).max(axis=-1) > factor * start)
+            if growth is not None and k in loss_keys:
+                b |= _sustained_growth(mag.max(axis=-1), growth)
         bad |= b
     diverged = bad.any(axis=0)
     step = np.where(diverged, bad.argmax(axis=0), -1)
@@ -166,7 +190,7 @@ def lyapunov_exponent(F: Callable, x0, steps: int, *, transient: int = 0, seed: 
     check_int("steps", steps, minimum=1)
     check_int("transient", transient, minimum=0)
     check_int("seed", seed, minimum=0)
-    x = torch.as_tensor(np.asarray(x0, dtype=float) if not isinstance(x0, torch.Tensor) else x0,
+    x = torch.as_tensor(check_array("x0", x0, finite=False) if not isinstance(x0, torch.Tensor) else x0,
                         dtype=torch.float64)
     if x.ndim < 1 or x.shape[0] < 1:
         raise ValueError(f"x0 must have a leading batch axis, got shape {tuple(x.shape)}")

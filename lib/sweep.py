@@ -8,8 +8,12 @@
 * the cached function's own code: its source, or, where no source can be read (a function typed into a notebook
   cell or ``python -c``), its code object (bytecode, constants, names, nested code objects); its defaults; and,
   for a function defined outside ``lib``, the helper functions and plain constants it names at module level
-  (recursively), e.g. a notebook's ``STEPS = 200``;
-* the versions of Python, torch, numpy and scipy.
+  (recursively), e.g. a notebook's ``STEPS = 200``, the objects it names (an ``nn.Module`` by its weights, a NumPy
+  generator by its state, another object by its attributes) and the modules it names outside ``lib`` and the
+  installed packages, by their source;
+* torch's default dtype and ``BOOK_MODE``;
+* the versions of Python and of the installed packages: torch, numpy, scipy, scikit-learn, networkx,
+  transformers, matplotlib, joblib and every package pinned in ``requirements.txt``.
 
 **Format.** One ``.npz`` file per entry, read with ``numpy.load(allow_pickle=False)``: the arrays are members
 ``a0, a1, ...``; the structure (dicts, lists, tuples, numbers, strings, dataclasses, tensors) is JSON in
@@ -26,8 +30,15 @@ leave one valid entry. Temporary files of processes that died (or older than a d
 
 **Where the work runs.** Through joblib, whose backends (``loky`` by default, or a Dask or Ray cluster via
 ``backend="dask"`` / ``joblib.parallel_backend``) decide where ``fn`` runs; results are stored by the calling
-process. ``ELD_NO_CACHE=1`` disables the cache, ``ELD_CACHE_DIR`` moves it (default ``<repo>/.cache``), and
-``python -m lib.sweep clear`` empties it (``make book`` and ``make test`` do so unless ``KEEP_CACHE=1``).
+process. ``ELD_NO_CACHE=1`` (or ``true``/``yes``; ``0``/``false``/``no``/empty keep it) disables the cache,
+``ELD_CACHE_DIR`` moves it (default ``<repo>/.cache``), and ``python -m lib.sweep clear`` empties it (``make book``
+and ``make test`` do so unless ``KEEP_CACHE=1``).
+
+**Nothing else is touched.** The first entry written marks the cache's root with a file ``.eld-sweep-cache``.
+Clearing deletes only files named like an entry (``<32 hex digits>.npz``) or a temporary file
+(``.tmp-<host>-<pid>-*.npz``) in the root's sub-folders, and refuses a directory without the marker (other than
+the default ``<repo>/.cache``) with an error naming ``ELD_CACHE_DIR``, so a mis-set variable cannot empty someone's
+data folder. A sub-folder that is a symbolic link is never written to, read from or cleaned.
 """
 
 from __future__ import annotations
@@ -39,23 +50,28 @@ import hashlib
 import inspect
 import json
 import os
+import re
 import socket
 import sys
 import tempfile
 import time
 import types
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
 from ._cache_format import _in_lib, decode_entry, encode_entry, library_versions
-from .config import cache_dir, check_int
+from .config import REPO_ROOT, cache_dir, check_int
 
 _PACKAGE = __name__.rpartition(".")[0] or "lib"
 _LIB_DIR = Path(__file__).resolve().parent
 _TMP = ".tmp-"
 _ORPHAN_AGE_S = 24 * 3600
+MARKER = ".eld-sweep-cache"
+_ENTRY_RE = re.compile(r"[0-9a-f]{32}\.(npz|pkl)")  # .pkl: the format before this one
+_TMP_RE = re.compile(r"\.tmp-[A-Za-z0-9_]+-[0-9]+-[A-Za-z0-9_]*(\.npz)?")
 
 
 # ----------------------------------------------------------------------------------------------------- the key
@@ -124,8 +140,8 @@ def _value_digest(value, seen: dict):
             return ["dict", [[repr(k), _value_digest(v, seen)] for k, v in value.items()]]
         items = [_value_digest(v, seen) for v in value]
         return [type(value).__name__, sorted(map(repr, items)) if isinstance(value, (set, frozenset)) else items]
-    if isinstance(value, types.ModuleType):
-        return ["module", value.__name__]
+    if isinstance(value, types.ModuleType):  # a helper module of the user's: by its source
+        return ["module", value.__name__, _module_source_digest(value)]
     if isinstance(value, type):  # a class: its methods, unless lib's (covered by lib_source_hash)
         if _in_lib(value.__module__) or value.__module__ == "builtins" or id(value) in seen:
             return ["class", value.__module__, value.__qualname__]
@@ -135,9 +151,37 @@ def _value_digest(value, seen: dict):
     if dataclasses.is_dataclass(value):
         fields = [[f.name, _value_digest(getattr(value, f.name), seen)] for f in dataclasses.fields(value)]
         return ["dataclass", _value_digest(type(value), seen), fields]
-    if "torch" in sys.modules and isinstance(value, sys.modules["torch"].Tensor):
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):
         return ["tensor", _value_digest(value.detach().cpu().numpy(), seen)]
+    if id(value) in seen:
+        return ["object", type(value).__module__, type(value).__qualname__, "seen"]
+    if torch is not None and isinstance(value, torch.nn.Module):  # e.g. a notebook's global model: by its weights
+        seen[id(value)] = value
+        state = [[k, _value_digest(v, seen)] for k, v in value.state_dict().items()]
+        return ["nn.Module", _value_digest(type(value), seen), repr(value), state]
+    if isinstance(value, np.random.Generator):
+        return ["Generator", repr(value.bit_generator.state)]
+    attrs = getattr(value, "__dict__", None)
+    if isinstance(attrs, dict) and len(attrs) <= 200 and not _in_lib(type(value).__module__):
+        seen[id(value)] = value  # another global object: by its attributes
+        return ["object", _value_digest(type(value), seen), [[k, _value_digest(v, seen)] for k, v in attrs.items()]]
     return ["object", type(value).__module__, type(value).__qualname__]
+
+
+def _module_source_digest(module: types.ModuleType):
+    """SHA-256 of a module's source file, for modules outside ``lib`` and outside installed packages (whose
+    versions are in the key); ``None`` for the rest."""
+    path = getattr(module, "__file__", None)
+    if not path or _in_lib(module.__name__):
+        return None
+    parts = Path(path).parts
+    if "site-packages" in parts or "dist-packages" in parts or Path(path).is_relative_to(sys.base_prefix):
+        return None
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return None
 
 
 def _fn_fingerprint(fn, seen: dict | None = None):
@@ -181,14 +225,23 @@ def _fn_fingerprint(fn, seen: dict | None = None):
     return parts
 
 
+def _global_state() -> dict:
+    """The process-wide settings a result may depend on: torch's default dtype and the book's mode (as
+    ``BOOK_MODE`` reads, so a function that calls :func:`lib.config.pick` inside is keyed on it)."""
+    torch = sys.modules.get("torch")
+    return {"dtype": str(torch.get_default_dtype()) if torch is not None else None,
+            "mode": os.environ.get("BOOK_MODE", "full").strip().lower() or "full"}
+
+
 def code_version(fn: Callable) -> str:
     """Hash of everything but the configuration that ``fn``'s result depends on: the source of every file of
-    ``lib``, ``fn``'s own code (source or code object, defaults, module-level helpers and constants outside
-    ``lib``) and the versions of Python, torch, numpy and scipy."""
+    ``lib``, ``fn``'s own code (source or code object, defaults, module-level helpers, constants, objects (an
+    ``nn.Module`` by its weights) and modules (by their source) outside ``lib``), torch's default dtype,
+    ``BOOK_MODE``, and the versions of Python and of the installed packages (:func:`library_versions`)."""
     if not callable(fn):
         raise ValueError(f"fn must be callable, got {type(fn).__name__}")
-    blob = json.dumps({"lib": lib_source_hash(), "fn": _fn_fingerprint(fn), "versions": library_versions()},
-                      sort_keys=True, default=repr)
+    blob = json.dumps({"lib": lib_source_hash(), "fn": _fn_fingerprint(fn), "versions": library_versions(),
+                       "state": _global_state()}, sort_keys=True, default=repr)
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 
@@ -216,7 +269,20 @@ def _safe(name: str) -> str:
 
 
 def _path(name: str, key: str) -> Path:
-    return cache_dir() / _safe(name) / f"{key}.npz"
+    if len(_safe(name).encode()) > 200:  # a folder name the file system would refuse
+        raise ValueError(f"name must be at most 200 characters, got {len(name)}")
+    folder = cache_dir() / _safe(name)
+    if folder.is_symlink():
+        raise ValueError(f"the cache folder of name={name!r} ({folder}) is a symbolic link: refusing to write "
+                         "through it (remove the link or use another name)")
+    return folder / f"{key}.npz"
+
+
+def _mark(root: Path) -> None:
+    """Write the marker that makes ``root`` a sweep cache that :func:`clear_cache` may empty."""
+    marker = root / MARKER
+    if not marker.exists():
+        marker.write_text("sweep cache of lib.sweep: `python -m lib.sweep clear` deletes its entries\n")
 
 
 def _host() -> str:
@@ -237,7 +303,11 @@ def clean_orphans(directory: Path, *, max_age_s: float = _ORPHAN_AGE_S) -> int:
     """Remove the temporary files in ``directory`` left by writers that died (same host, process gone) or that
     are older than ``max_age_s`` seconds. Returns how many were removed."""
     removed = 0
+    if Path(directory).is_symlink():
+        return 0
     for path in Path(directory).glob(_TMP + "*"):
+        if not _TMP_RE.fullmatch(path.name) or path.is_symlink() or not path.is_file():
+            continue
         parts = path.name.split("-", 3)  # ['.tmp', host, pid, random]
         try:
             dead = len(parts) == 4 and parts[1] == _host() and not _pid_alive(int(parts[2]))
@@ -250,6 +320,8 @@ def clean_orphans(directory: Path, *, max_age_s: float = _ORPHAN_AGE_S) -> int:
 
 
 def _load(path: Path, key: str):
+    if path.is_symlink():  # never read through a link: recomputed, and the link replaced by a real entry
+        return False, None
     try:
         return True, decode_entry(path, key=key)
     except Exception:  # missing, truncated, garbage, pickled, tampered or foreign: recompute
@@ -258,6 +330,7 @@ def _load(path: Path, key: str):
 
 def _store(path: Path, key: str, name: str, result) -> None:
     data = encode_entry(result, key=key, name=name)  # before touching the disk: unsupported types raise here
+    _mark(path.parent.parent)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{_TMP}{_host()}-{os.getpid()}-", suffix=".npz")
     try:
@@ -266,6 +339,9 @@ def _store(path: Path, key: str, name: str, result) -> None:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
+    except OSError as err:  # e.g. a directory where the entry goes: keep the computed result, store nothing
+        warnings.warn(f"sweep cache: could not store {path} ({err}); the result is returned but not cached",
+                      stacklevel=3)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
@@ -273,17 +349,28 @@ def _store(path: Path, key: str, name: str, result) -> None:
 
 def clear_cache(directory: Path | str | None = None) -> int:
     """Delete every cache entry (and temporary file) under ``directory`` (default :func:`lib.config.cache_dir`);
-    only files this module writes are touched. Returns how many files were removed."""
+    only files this module writes are touched: names ``<32 hex>.npz`` and ``.tmp-<host>-<pid>-*`` in the root's
+    sub-folders (not links), then the sub-folders left empty. A directory that does not hold the marker file
+    :data:`MARKER` (written with the first entry) is refused with a ``ValueError`` naming ``ELD_CACHE_DIR``, unless
+    it is the default ``<repo>/.cache``. Returns how many files were removed."""
+    if directory is not None and not isinstance(directory, (str, os.PathLike)):
+        raise ValueError(f"directory must be a path or None, got {directory!r}")
     root = Path(directory) if directory is not None else cache_dir()
     removed = 0
     if not root.is_dir():
         return 0
+    default = root.resolve() == (REPO_ROOT / ".cache").resolve()
+    if not (root / MARKER).is_file() and not default and any(root.iterdir()):
+        raise ValueError(f"refusing to clear {str(root)!r}: it has no {MARKER} marker, so it is not a sweep cache "
+                         "(check ELD_CACHE_DIR)")
     for sub in root.iterdir():
         if not sub.is_dir() or sub.is_symlink():
             continue
-        for path in [*sub.glob("*.npz"), *sub.glob("*.pkl"), *sub.glob(_TMP + "*")]:
-            path.unlink(missing_ok=True)
-            removed += 1
+        for path in sub.iterdir():
+            if (_ENTRY_RE.fullmatch(path.name) or _TMP_RE.fullmatch(path.name)) and not path.is_symlink() \
+                    and path.is_file():
+                path.unlink(missing_ok=True)
+                removed += 1
         try:
             sub.rmdir()
         except OSError:  # not empty: something that is not ours
@@ -295,7 +382,18 @@ def clear_cache(directory: Path | str | None = None) -> int:
 def _use_cache(cache) -> bool:
     if not isinstance(cache, bool):
         raise ValueError(f"cache must be True or False, got {cache!r}")
-    return cache and not os.environ.get("ELD_NO_CACHE")
+    return cache and not cache_disabled()
+
+
+def cache_disabled() -> bool:
+    """Whether ``ELD_NO_CACHE`` switches the cache off: ``1``/``true``/``yes``/``on`` do, ``0``/``false``/``no``/
+    ``off`` and an empty or unset variable do not; anything else raises a ``ValueError`` naming it."""
+    value = os.environ.get("ELD_NO_CACHE", "").strip().lower()
+    if value in ("", "0", "false", "no", "off"):
+        return False
+    if value in ("1", "true", "yes", "on"):
+        return True
+    raise ValueError(f"ELD_NO_CACHE must be 1/true/yes/on or 0/false/no/off (or unset), got {value!r}")
 
 
 def _check_name(name) -> None:
@@ -410,7 +508,11 @@ def _main(argv: list[str]) -> int:
     if argv != ["clear"]:
         print("usage: python -m lib.sweep clear   (empty the sweep cache: ELD_CACHE_DIR or <repo>/.cache)")
         return 2
-    n = clear_cache()
+    try:
+        n = clear_cache()
+    except ValueError as err:
+        print(f"python -m lib.sweep clear: {err}", file=sys.stderr)
+        return 1
     print(f"sweep cache {cache_dir()}: {n} files removed")
     return 0
 

@@ -262,6 +262,49 @@ def test_versions_of_the_stack_are_in_the_key(monkeypatch):
     assert sweep.code_version(_square) != base
 
 
+
+def test_global_state_packages_modules_and_objects_are_in_the_key(monkeypatch, tmp_path):
+    """The stale cases of the second review: default dtype, BOOK_MODE, package versions, a helper module outside
+    lib, a global nn.Module."""
+    import torch
+
+    base = sweep.code_version(_square)
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64 if before == torch.float32 else torch.float32)
+    try:
+        assert sweep.code_version(_square) != base
+    finally:
+        torch.set_default_dtype(before)
+    assert sweep.code_version(_square) == base
+    monkeypatch.setenv("BOOK_MODE", "full" if os.environ.get("BOOK_MODE") == "quick" else "quick")
+    assert sweep.code_version(_square) != base
+    monkeypatch.undo()
+    versions = sweep.library_versions()
+    assert {"networkx", "scikit-learn", "transformers", "torch", "numpy", "scipy"} <= set(versions)
+
+    helper = tmp_path / "helper_mod_eld.py"
+    helper.write_text("def scale(x):\n    return 2 * x\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import helper_mod_eld
+
+    module = types.ModuleType("__main__")
+    module.helper_mod_eld = helper_mod_eld
+    exec(compile("def uses(x):\n    return helper_mod_eld.scale(x)\n", "<cell>", "exec"), module.__dict__)
+    first = sweep.code_version(module.uses)
+    helper.write_text("def scale(x):\n    return 3 * x\n")
+    assert sweep.code_version(module.uses) != first
+
+    torch.manual_seed(0)
+    module.net = torch.nn.Linear(2, 1)
+    exec(compile("def apply(x):\n    return net(x)\n", "<cell>", "exec"), module.__dict__)
+    first = sweep.code_version(module.apply)
+    assert sweep.code_version(module.apply) == first
+    with torch.no_grad():
+        module.net.weight.add_(1.0)
+    assert sweep.code_version(module.apply) != first
+    sys.modules.pop("helper_mod_eld", None)
+
+
 _PROBE = """
 import sys
 from lib import sweep
@@ -334,14 +377,14 @@ def test_orphaned_temporary_files_are_cleaned(cache):
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
                           check=True).stdout.strip()
     orphan = folder / f".tmp-{sweep._host()}-{dead}-abc.npz"
-    old = folder / ".tmp-oldformat"
+    old = folder / ".tmp-otherhost-1-old.npz"
     live = folder / f".tmp-{sweep._host()}-{os.getpid()}-xyz.npz"  # a writer that is still running
     for path in (orphan, old, live):
         path.write_bytes(b"partial")
     os.utime(old, (time.time() - 2 * 86400,) * 2)
     sweep.cached_call(_square, {"x": 1}, name="orph")
     assert not orphan.exists() and not old.exists() and live.exists()
-    assert sweep.clear_cache() == 3 and not folder.exists()
+    assert sweep.clear_cache() == 2 and not folder.exists()  # the entry and the live temporary file
 
 
 _WRITER = """
@@ -404,6 +447,115 @@ def test_cached_sweep_on_a_dask_local_cluster_matches_the_serial_run(cache):
     _assert_same(serial, on_cluster)
     assert len(list((cache / "dask").glob("*.npz"))) == len(configs)  # stored by this process
     _assert_same(serial, sweep.sweep(dask_experiment, configs, name="dask"))  # read back from the cache
+
+
+# ------------------------------------------------------------------------------- clearing and configuration
+def test_clear_refuses_a_directory_that_is_not_a_sweep_cache(tmp_path, monkeypatch):
+    """A mis-set ELD_CACHE_DIR: `python -m lib.sweep clear` deletes nothing and names the variable."""
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "data.npz").write_bytes(b"precious")
+    (tmp_path / "notes.txt").write_text("precious")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "ELD_CACHE_DIR": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-m", "lib.sweep", "clear"], env=env, capture_output=True, text=True)
+    assert proc.returncode == 1 and "ELD_CACHE_DIR" in proc.stderr
+    assert (tmp_path / "sub" / "data.npz").read_bytes() == b"precious" and (tmp_path / "notes.txt").exists()
+    monkeypatch.setenv("ELD_CACHE_DIR", str(tmp_path))
+    with pytest.raises(ValueError, match="ELD_CACHE_DIR"):
+        sweep.clear_cache()
+
+
+def test_clear_deletes_only_what_the_cache_wrote(cache):
+    sweep.cached_call(_square, {"x": 3}, name="mine")
+    assert (cache / sweep.MARKER).is_file()
+    folder = cache / "mine"
+    foreign = [folder / "data.npz", folder / "notes.txt", cache / "other" / "data.npz", cache / "top.npz",
+               folder / ".tmp-not-ours.txt"]
+    for path in foreign:
+        path.parent.mkdir(exist_ok=True)
+        path.write_bytes(b"precious")
+    outside = cache.parent / "outside"
+    outside.mkdir()
+    (outside / ("0" * 32 + ".npz")).write_bytes(b"precious")
+    (cache / "linked").symlink_to(outside)
+    assert sweep.clear_cache() == 1  # the one entry
+    assert all(path.read_bytes() == b"precious" for path in foreign)
+    assert (outside / ("0" * 32 + ".npz")).exists()
+    assert not list(folder.glob("[0-9a-f]" * 32 + ".npz"))
+
+
+def test_symlinked_cache_folder_is_refused(cache, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / ".tmp-notmine.txt").write_text("keep")
+    cache.mkdir()
+    (cache / "linked").symlink_to(outside)
+    with pytest.raises(ValueError, match="name="):
+        sweep.cached_call(_square, {"x": 2}, name="linked")
+    assert sorted(p.name for p in outside.iterdir()) == [".tmp-notmine.txt"]
+    assert sweep.clean_orphans(cache / "linked", max_age_s=0) == 0
+
+
+def test_an_entry_that_would_inflate_is_refused_before_inflation(cache):
+    import zipfile
+
+    sweep.cached_call(_square, {"x": 4}, name="zip")
+    (path,) = (cache / "zip").glob("*.npz")
+    with zipfile.ZipFile(path) as zf:
+        members = {n: zf.read(n) for n in zf.namelist()}
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for n, data in members.items():
+            zf.writestr(n, data)
+    from lib._cache_format import decode_entry
+
+    with pytest.raises(ValueError, match="compressed"):
+        decode_entry(path, key=path.stem)
+    _square.calls = 0
+    assert sweep.cached_call(_square, {"x": 4}, name="zip") == 16 and _square.calls == 1
+
+
+def test_a_directory_at_the_entry_path_keeps_the_result(cache):
+    key = sweep.config_key("dir", {"x": 5}, sweep.code_version(_square))
+    (cache / "dir" / f"{key}.npz").mkdir(parents=True)
+    with pytest.warns(UserWarning, match="not cached"):
+        assert sweep.cached_call(_square, {"x": 5}, name="dir") == 25
+
+
+def test_overlong_name_is_named_before_computing(cache):
+    _square.calls = 0
+    with pytest.raises(ValueError, match="name"):
+        sweep.cached_call(_square, {"x": 1}, name="n" * 300)
+    assert _square.calls == 0
+
+
+def test_cache_environment_variables(cache, monkeypatch, tmp_path):
+    from lib import config
+
+    for value, off in (("1", True), ("yes", True), ("0", False), ("false", False), ("", False)):
+        monkeypatch.setenv("ELD_NO_CACHE", value)
+        assert sweep.cache_disabled() is off
+    monkeypatch.setenv("ELD_NO_CACHE", "maybe")
+    with pytest.raises(ValueError, match="ELD_NO_CACHE"):
+        sweep.cached_call(_square, {"x": 1})
+    monkeypatch.delenv("ELD_NO_CACHE")
+    monkeypatch.setenv("ELD_CACHE_DIR", "")
+    with pytest.raises(ValueError, match="ELD_CACHE_DIR"):
+        config.cache_dir()
+    afile = tmp_path / "a_file"
+    afile.write_text("x")
+    monkeypatch.setenv("ELD_CACHE_DIR", str(afile))
+    with pytest.raises(ValueError, match="ELD_CACHE_DIR"):
+        config.cache_dir()
+
+
+def test_decoded_dataclasses_pass_their_own_checks():
+    from lib._cache_format import decode_entry, encode_entry
+    from lib.models.transformer import TransformerConfig
+
+    cfg = TransformerConfig(d_in=2, d_model=8, n_layers=1, max_len=8)
+    assert decode_entry(io.BytesIO(encode_entry(cfg, key="k")), key="k") == cfg
+    object.__setattr__(cfg, "n_layers", -3)  # a forged entry: fields the constructor would refuse
+    with pytest.raises(ValueError, match="n_layers"):
+        decode_entry(io.BytesIO(encode_entry(cfg, key="k")), key="k")
 
 
 def test_success_map_members_are_validated():

@@ -126,10 +126,36 @@ def test_frozen_parameters_stay_bit_identical():
 
 def test_loss_blow_up_is_divergence():
     # p <- p - 1.5 * 2p = -2p: the loss grows 4x per step, the norm stays far below divergence_bound
+    # the per-step test (8 rising steps, x1e4 in all) flags it at step 8; the factor 1e6 alone only at step 10
     res = train.train(torch.tensor([1.0]), lambda p: (p**2).sum(), lr=1.5, steps=50)
+    assert res.diverged and res.diverged_step == 8 and res.history["loss"][-1] == 4.0**8
+    res = train.train(torch.tensor([1.0]), lambda p: (p**2).sum(), lr=1.5, steps=50, divergence_growth=None)
     assert res.diverged and res.diverged_step == 10 and res.history["loss"][-1] > 1e6
-    res = train.train(torch.tensor([1.0]), lambda p: (p**2).sum(), lr=1.5, steps=12, divergence_factor=None)
+    res = train.train(torch.tensor([1.0]), lambda p: (p**2).sum(), lr=1.5, steps=12, divergence_factor=None,
+                      divergence_growth=None)
     assert not res.diverged
+    stacked = train.train_stacked({"w": torch.tensor([[1.0], [1.0]])}, lambda p: (p["w"] ** 2).sum(), lr=1.5,
+                                  steps=50)
+    assert stacked.diverged.tolist() == [True, True] and stacked.diverged_step.tolist() == [8, 8]
+
+
+def test_growth_test_spares_transient_spikes():
+    from lib._optim import GrowthTest
+
+    def first_flag(losses, factor=1e4):
+        test = GrowthTest(factor)
+        return next((t for t, v in enumerate(losses) if test(float(v), float(losses[0]))), None)
+
+    assert first_flag(4.0 ** np.arange(20)) == 8
+    assert first_flag(np.r_[1.0, 1e-6 * 4.0 ** np.arange(20)]) == 11  # from a trained state: once above the start
+    spike = np.r_[1.0, 1e-6 * 4.0 ** np.arange(9), 1e-3, 1e-6]  # rises x6e4 but stays below the initial loss
+    assert first_flag(spike) is None
+    assert first_flag(np.r_[1.0, 3.0 ** np.arange(1, 9), 1.0]) is None  # x6561 in 8 steps: below the factor
+    assert first_flag(4.0 ** np.arange(20), factor=None) is None
+    losses = torch.tensor([[1.0, 1.0]]) * torch.tensor([4.0, 0.5]) ** torch.arange(12.0)[:, None]
+    test = GrowthTest(1e4)
+    flags = [test(row, losses[0]).tolist() for row in losses]
+    assert flags[8] == [True, False] and flags[7] == [False, False]
 
 
 def test_record_never_sees_diverged_parameters():
@@ -149,6 +175,8 @@ def test_record_never_sees_diverged_parameters():
                                                                          "momentum"),
                                      ({"nesterov": True}, "nesterov"), ({"clip_norm": 0.0}, "clip_norm"),
                                      ({"divergence_factor": 1.0}, "divergence_factor"),
+                                     ({"divergence_growth": 0.5}, "divergence_growth"),
+                                     ({"progress": "no"}, "progress"),
                                      ({"weight_decay": -1.0}, "weight_decay"), ({"adam_betas": (0.9, 1.0)},
                                                                                 "adam_betas"),
                                      ({"frozen": ["w"]}, "frozen"), ({"schedule": lambda s: -1.0}, "schedule")])
@@ -294,3 +322,88 @@ def test_record_at_given_steps():
     for bad in (0, 1.5, [1.5], [-1], "x"):
         with pytest.raises(ValueError, match="record_every"):
             train.train(torch.zeros(2), _quad, lr=0.1, steps=1, record_every=bad)
+
+
+# ------------------------------------------------------------------------- every training path flags divergence
+def test_every_training_path_reports_divergence():
+    """The paths that used to return huge or non-finite numbers with no flag now carry ``diverged`` and
+    ``diverged_step`` (lib.train's rule); at a safe rate they are not flagged."""
+    from lib.parts.concept_learning import sim_one_layer
+    from lib.parts.generalisation import graph_transformers as gtr
+    from lib.parts.generalisation import in_context_learning as icl
+    from lib.parts.generalisation import settings
+    from lib.parts.induction_heads import sample_flows
+    from lib.parts.memorisation import mechanism
+
+    kw = dict(alpha_star=1.0, w_star=0.49, L=20, sigma_init=0.01, steps=50, batch=8, separate_qk=False, seeds=[0, 1])
+    with np.errstate(all="ignore"):
+        out = sample_flows.online_sgd_reparam(lr_4gram=100.0, lr_ih=100.0, **kw)
+    assert out["diverged"].all() and (out["diverged_step"] > 0).all()
+    assert np.isnan(out["loss_g4"][:, -1]).all()
+    out = sample_flows.online_sgd_reparam(lr_4gram=0.1, lr_ih=0.1, **kw)
+    assert not out["diverged"].any() and (out["diverged_step"] == -1).all()
+
+    A = np.diag([1.0, 2.0, 3.0])
+    with np.errstate(all="ignore"):
+        bad = sim_one_layer.one_layer_gd_moments(A, 100.0, 50, z=np.ones(3))
+    assert bad.diverged and 0 < bad.diverged_step <= 10 and np.isnan(bad[1][-1]).all()
+    ok = sim_one_layer.one_layer_gd_moments(A, 0.1, 50, z=np.ones(3))
+    steps, outputs = ok
+    assert not ok.diverged and ok.diverged_step is None and np.isfinite(outputs).all() and steps[-1] == 50
+
+    with np.errstate(all="ignore"):
+        am = mechanism.associative_memory_run(3, 0.2, 8, seeds=2, steps=20, lr=1e8, every=1)
+    assert am["diverged"].all() and (am["diverged_step"] > 0).all()
+    assert not mechanism.associative_memory_run(3, 0.2, 8, seeds=2, steps=20, lr=1.0, every=5)["diverged"].any()
+
+    mu, nu = icl.icl_banks()  # float64, as the chapter runs it
+    cfg = dict(relevant=mu, irrelevant=nu, tasks=icl.cyclic_tasks(6), length=10, alpha=0.8, kappa=0.5)
+    res = icl.train_icl([cfg], m=20, steps=30, batch=8, lr=1e12)
+    assert res["diverged"] and res["diverged_step"] == 1
+    assert not icl.train_icl([cfg], m=20, steps=3, batch=8, lr=0.1)["diverged"]
+    gpt = icl.train_icl_gpt(cfg, [cfg], d_model=16, n_layers=1, steps=5, lr=1e3, batch=8, n_test=20)
+    assert gpt["diverged"] and gpt["diverged_step"] >= 1 and np.isnan(gpt["error"]).all()
+
+    torch.set_default_dtype(torch.float32)  # the graph-transformer chapter runs in float32 (restored by the fixture)
+    tiny = dict(settings.GT, n=40, degree=6, K=4, m=4, n_test=10, steps=20, batch=4)
+    with np.errstate(all="ignore"):
+        gt = gtr.train_gt([20], [0], {**tiny, "eta": 1e6}, 0.4, 0.1)
+    assert gt["diverged"].all() and (gt["diverged_step"] >= 1).all()
+    gt = gtr.train_gt([20], [0], {**tiny, "steps": 2}, 0.4, 0.1)
+    assert not gt["diverged"].any() and (gt["diverged_step"] == -1).all()
+    torch.set_default_dtype(torch.float64)
+
+
+def test_truthy_strings_are_not_flags():
+    from lib.models.transformer import TransformerConfig
+    from lib.parts.generalisation import graph_transformers as gtr
+    from lib.parts.generalisation import settings
+
+    torch.set_default_dtype(torch.float32)
+    tiny = dict(settings.GT, n=40, degree=6, K=4, m=4, n_test=10, steps=2, batch=4)
+    for kw in ({"gcn": "no"}, {"pe": "no"}, {"gcn": None}, {"pe": 2}, {"distances": "abc"}):
+        with pytest.raises(ValueError, match=next(iter(kw))):
+            gtr.train_gt([20], [0], tiny, 0.4, 0.1, **kw)
+    torch.set_default_dtype(torch.float64)
+    with pytest.raises(ValueError, match="layer_norm"):
+        TransformerConfig(d_in=2, d_model=8, n_layers=1, max_len=8, layer_norm="False")
+    with pytest.raises(ValueError, match="shared_batch"):
+        train.train_stacked({"w": torch.zeros(2, 1)}, lambda p, b: (p["w"] ** 2).sum(), lr=0.1, steps=1,
+                            batch_fn=lambda s, g: torch.zeros(1), optimizer="sgd", shared_batch="no")
+    from lib import config
+
+    with pytest.raises(ValueError, match="enabled"):
+        config.set_float64("no")
+
+
+def test_seeds_are_checked_not_truncated():
+    from lib.models import hf
+    from lib.parts.memorisation import ioi
+
+    torch.set_default_dtype(torch.float32)
+    for seed in (2.5, -1, "3"):
+        with pytest.raises(ValueError, match="seed"):
+            ioi.split_model(6, 8, 10, 4, 8, seed=seed)
+        with pytest.raises(ValueError, match="seed"):
+            hf.tiny_gpt_neox(16, seed=seed)
+    torch.set_default_dtype(torch.float64)

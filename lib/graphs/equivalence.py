@@ -82,6 +82,8 @@ def graph_classes(graphs: Sequence, K: int = 2, model: str = "gnn", features: Se
 
 def class_sizes(keys: Sequence) -> np.ndarray:
     """Sizes of the classes of a list of keys, largest first."""
+    if isinstance(keys, (str, bytes)) or not isinstance(keys, Sequence | np.ndarray):
+        raise ValueError(f"keys must be a sequence of hashable keys, got {keys!r}")
     return np.array(sorted(Counter(keys).values(), reverse=True), dtype=np.int64)
 
 

@@ -150,10 +150,18 @@ def effective_adjacency(A: torch.Tensor, groups, p_star) -> torch.Tensor:
 
 def inf_norm(A: torch.Tensor) -> float:
     """:math:`\\|A\\|_\\infty`, the largest absolute row sum of the sparse (or dense) matrix ``A``."""
+    if not isinstance(A, torch.Tensor):
+        A = torch.as_tensor(check_array("A", A, ndim=2))
+    if A.ndim != 2:
+        raise ValueError(f"A must be a 2-d matrix (sparse or dense), got shape {tuple(A.shape)}")
     if isinstance(A, torch.Tensor) and A.is_sparse:
         A = A.coalesce()
+        if not torch.isfinite(A.values()).all():
+            raise ValueError("A must hold finite entries only")
         sums = torch.zeros(A.shape[0], dtype=torch.float64).index_add_(0, A.indices()[0], A.values().abs().double())
         return float(sums.max())
+    if not torch.isfinite(A).all():
+        raise ValueError("A must hold finite entries only")
     return float(torch.as_tensor(A).abs().sum(dim=-1).max())
 
 

@@ -86,6 +86,9 @@ def first_separating_round(G1, G2, max_rounds: int = 10, features: Sequence | No
     """The first number of 1-WL rounds after which the colour multisets of ``G1`` and ``G2`` differ, or None if
     they agree for every round up to ``max_rounds``."""
     check_int("max_rounds", max_rounds, minimum=0)
+    for name, G in (("G1", G1), ("G2", G2)):
+        if not isinstance(G, nx.Graph):
+            raise ValueError(f"{name} must be a networkx graph, got {type(G).__name__}")
     hist = wl_colours([G1, G2], features, max_rounds)
     for t, (c1, c2) in enumerate(hist):
         if colour_multiset(c1) != colour_multiset(c2):

@@ -16,6 +16,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import transformers  # noqa: E402
 from transformers import GPTNeoXConfig, GPTNeoXForCausalLM  # noqa: E402
 
+from ..config import check_seed  # noqa: E402
+
 transformers.logging.set_verbosity_error()
 transformers.logging.disable_progress_bar()
 
@@ -49,6 +51,7 @@ def tiny_gpt_neox(
             raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
     if d_model % n_heads:
         raise ValueError(f"d_model must be divisible by n_heads, got {d_model} and {n_heads}")
+    check_seed("seed", seed)
     config = GPTNeoXConfig(
         vocab_size=vocab_size,
         hidden_size=d_model,

@@ -136,6 +136,13 @@ class TransformerConfig:
         check_in("rpe", self.rpe, ("alibi", "none"))
         check_in("causal", self.causal, ("standard", "strict"))
         check_positive("init_std", self.init_std, allow_zero=True)
+        for flag in ("query_identity", "random_pos", "rpe_learnable", "learned_pos", "layer_norm", "bias",
+                     "record_attention"):
+            check_bool(flag, getattr(self, flag))  # a string such as "False" would be truthy
+        if self.ffn_bias is not None:
+            check_bool("ffn_bias", self.ffn_bias)
+        for r in self.residual if isinstance(self.residual, (list, tuple)) else (self.residual,):
+            check_bool("residual", r)
         for h in self.n_heads if isinstance(self.n_heads, (list, tuple)) else (self.n_heads,):
             check_int("n_heads", h, minimum=1)  # before int() would turn 2.5 into 2
         heads = _per_layer("n_heads", self.n_heads, self.n_layers, int)
@@ -181,6 +188,11 @@ class TransformerConfig:
         if self.d_out is not None:
             return self.d_out
         return self.vocab_size if self.vocab_size is not None else self.d_in
+
+
+def _check_config(cfg) -> None:
+    if not isinstance(cfg, TransformerConfig):
+        raise ValueError(f"cfg must be a TransformerConfig, got {type(cfg).__name__}")
 
 
 def _ffn_kind(value) -> str:
@@ -275,6 +287,7 @@ class MultiHeadAttention(nn.Module):
 
     def __init__(self, cfg: TransformerConfig, layer: int):
         super().__init__()
+        _check_config(cfg)
         check_int("layer", layer, minimum=0, maximum=cfg.n_layers - 1)
         H, dh, D = cfg.heads(layer), cfg.head_dim(layer), cfg.d_model
         self.n_heads, self.d_head, self.causal = H, dh, cfg.causal
@@ -363,6 +376,7 @@ class Block(nn.Module):
 
     def __init__(self, cfg: TransformerConfig, layer: int):
         super().__init__()
+        _check_config(cfg)
         check_int("layer", layer, minimum=0, maximum=cfg.n_layers - 1)
         self.attn = MultiHeadAttention(cfg, layer)
         self.residual = cfg._layers["residual"][layer]
@@ -392,6 +406,7 @@ class Transformer(nn.Module):
 
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
+        _check_config(cfg)
         self.cfg = cfg
         D = cfg.d_model
         if cfg.vocab_size is not None:

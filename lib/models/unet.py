@@ -140,4 +140,6 @@ class CondUNet(nn.Module):
 
 def num_params(model: nn.Module) -> int:
     """Number of trainable parameters."""
+    if not isinstance(model, nn.Module):
+        raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     return sum(p.numel() for p in model.parameters() if p.requires_grad)

@@ -423,6 +423,8 @@ def deep_linear_population_run(mu, sigma, d: int, depth: int, width: int, *, n_s
     Returns ``steps`` (R,), ``output`` (R, n_seeds, d) at the OOD point, ``ood_loss`` and ``train_loss``
     (R, n_seeds), ``diverged`` (n_seeds,).
     """
+    check_int("d", d, minimum=1)  # named here, not as the helper's d_in / K
+    check_int("n_seeds", n_seeds, minimum=1)
     ws, _ = init_deep_linear(d, d, depth, width, K=n_seeds, seed=0)
     _, A = population_moments(mu, sigma, d)
     xh = ood_point(mu, d)

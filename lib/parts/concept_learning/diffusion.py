@@ -32,7 +32,7 @@ import numpy as np
 import torch
 from torch.func import functional_call, stack_module_state
 
-from lib.config import check_array, check_finite, check_int, check_positive, check_range, check_shape
+from lib.config import check_array, check_finite, check_int, check_positive, check_range, check_seed, check_shape
 from lib.curves import distance_rebound, hitting_time, running_median
 from lib.stats import bootstrap_paired_mean
 from lib.train import train_stacked
@@ -185,6 +185,7 @@ def train_ensemble(models: list[torch.nn.Module], images: torch.Tensor, cond: to
     check_int("trim_every", trim_every, minimum=0)
     check_positive("lr", lr)
     check_positive("weight_decay", weight_decay, allow_zero=True)
+    check_seed("seed", seed)
     check_shape("images", images, (K, None, None, None, None))
     check_shape("cond", cond, (K, images.shape[1], None))
     checkpoints = sorted(int(c) for c in checkpoints)

@@ -56,6 +56,10 @@ def init_deep_linear(
     check_bool("bias", bias)
     check_seed("seed", seed)
     if width is not None and not isinstance(width, (int, np.integer)):
+        if isinstance(width, (str, bytes, bool, float)) or not hasattr(width, "__iter__"):
+            raise ValueError(f"width must be an int or a list of depth - 1 positive ints, got {width!r}")
+        for w in width:
+            check_int("width", w, minimum=1)
         hidden = [int(w) for w in width]
         check_int("depth", depth, minimum=1)
         if len(hidden) != depth - 1 or any(w < 1 for w in hidden):

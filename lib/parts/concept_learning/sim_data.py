@@ -129,6 +129,7 @@ def population_moments(
     """
     mu_arr, sig, d = as_concepts(mu, sigma, d)
     s = mu_arr.size
+    check_bool("origin_cluster", origin_cluster)
     n_clusters = s + (1 if origin_cluster else 0)
     m = np.zeros(d)
     m[:s] = mu_arr / n_clusters

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lib.config import check_array, check_int, check_positive
+from lib.config import check_array, check_bool, check_int, check_positive
 from lib.maps import stop_at_divergence
 from lib.parts.concept_learning.sim_data import (
     as_concepts,
@@ -31,7 +31,7 @@ from lib.parts.concept_learning.sim_data import (
 
 
 def _times(times) -> np.ndarray:
-    t = np.atleast_1d(np.asarray(times, dtype=np.float64))
+    t = np.atleast_1d(check_array("times", times))
     if t.ndim != 1 or not np.all(np.isfinite(t)) or np.any(t < 0):
         raise ValueError(f"times must be a 1-D array of finite values >= 0, got shape {t.shape}")
     return t
@@ -152,6 +152,7 @@ def affine_flow(
     z = ood_point(mu_arr, d) if z is None else np.asarray(z, dtype=np.float64)
     if z.shape != (d,):
         raise ValueError(f"z must have shape ({d},), got {z.shape}")
+    check_bool("origin_cluster", origin_cluster)
     m, A = population_moments(mu_arr, sig, d, origin_cluster=origin_cluster)
     Aa = augmented_moment(A, m)
     lam, V = np.linalg.eigh(Aa)
@@ -175,9 +176,9 @@ def learning_times(outputs, mu, times) -> np.ndarray:
     ``(1 - (1 - eta a_k)^J) / a_k`` exactly, and for Thm 4.1 it tends to ``1 / a_k``, so the concept with the
     larger ``a_k`` is learned first (:func:`predicted_learning_times`).
     """
-    mu_arr = np.atleast_1d(np.asarray(mu, dtype=np.float64))
+    mu_arr = np.atleast_1d(check_array("mu", mu))
     t = _times(times)
-    out = np.asarray(outputs, dtype=np.float64)
+    out = check_array("outputs", outputs, finite="some")  # NaN after a diverged run's step
     if out.ndim < 2 or out.shape[-2] != t.size or out.shape[-1] < mu_arr.size:
         raise ValueError(f"outputs must have shape (..., {t.size}, d >= {mu_arr.size}), got {out.shape}")
     if np.any(mu_arr <= 0):
@@ -201,14 +202,30 @@ def predicted_learning_times(mu, sigma, horizon: float = np.inf, lr: float | Non
     return (1.0 - (1.0 - lr * a) ** round(horizon / lr)) / a
 
 
+class GDMoments(tuple):
+    """``(steps, outputs)`` of :func:`one_layer_gd_moments`, with the divergence flags of :func:`lib.train.train`
+    as attributes: ``diverged`` (bool) and ``diverged_step`` (the GD step, ``None`` if it did not diverge)."""
+
+    diverged: bool
+    diverged_step: int | None
+
+    def __new__(cls, steps, outputs, diverged: bool, diverged_step):
+        obj = super().__new__(cls, (steps, outputs))
+        obj.diverged, obj.diverged_step = diverged, diverged_step
+        return obj
+
+
 def one_layer_gd_moments(A, lr: float, steps: int, W0=None, z=None, record_every: int = 1):
     """Exact full-batch GD of ``f = W x`` on ``1/2 tr[(W - I) A (W - I)^T]`` for any PSD ``A`` (e.g. the
     empirical second moment of a sampled training set, for which this *is* GD on the loss (2.1)).
 
     ``W_j = I + (W_0 - I) V diag((1 - lr lambda)^j) V^T`` with ``A = V diag(lambda) V^T``. Returns
-    ``(steps_recorded (R,), outputs (R, d))`` with the outputs ``W_j z`` (``z`` of shape ``(d,)``, required).
+    ``(steps_recorded (R,), outputs (R, d))`` with the outputs ``W_j z`` (``z`` of shape ``(d,)``, required), a
+    :class:`GDMoments` tuple whose ``diverged`` and ``diverged_step`` follow :func:`lib.maps.stop_at_divergence`
+    on the outputs and the loss at the recorded steps (``lr > 2 / lambda_max`` diverges); the outputs after
+    that step are NaN, as if the run had stopped there.
     """
-    A = np.asarray(A, dtype=np.float64)
+    A = check_array("A", A, ndim=2)
     if A.ndim != 2 or A.shape[0] != A.shape[1]:
         raise ValueError(f"A must be a square matrix, got shape {A.shape}")
     d = A.shape[0]
@@ -217,7 +234,7 @@ def one_layer_gd_moments(A, lr: float, steps: int, W0=None, z=None, record_every
     check_int("record_every", record_every, minimum=1)
     if z is None:
         raise ValueError("z (the evaluation point, shape (d,)) is required")
-    z = np.asarray(z, dtype=np.float64)
+    z = check_array("z", z)
     if z.shape != (d,):
         raise ValueError(f"z must have shape ({d},), got {z.shape}")
     W0 = _W0(W0, d)
@@ -226,7 +243,13 @@ def one_layer_gd_moments(A, lr: float, steps: int, W0=None, z=None, record_every
     coef = V.T @ z
     decay = (1.0 - lr * lam)[None, :] ** j[:, None]  # (R, d)
     ez = (decay * coef[None]) @ V.T  # (R, d): e^{...} z
-    return j, z[None] + ez @ (W0 - np.eye(d)).T
+    outputs = z[None] + ez @ (W0 - np.eye(d)).T
+    with np.errstate(over="ignore", invalid="ignore"):  # loss_j = 1/2 sum_k lambda_k decay_jk^2 |(W0 - I) v_k|^2
+        loss = 0.5 * (decay**2 * (lam * ((W0 - np.eye(d)) @ V) ** 2).sum(0)[None]).sum(1)
+    checked = stop_at_divergence({"outputs": outputs, "loss": loss}, loss_keys=["loss"])
+    if not checked["diverged"]:
+        return GDMoments(j, outputs, False, None)
+    return GDMoments(j, checked["outputs"], True, int(j[checked["diverged_step"]]))
 
 
 def rate_sampling_std(mu, sigma, n: int) -> np.ndarray:

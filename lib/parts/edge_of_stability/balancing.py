@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from lib.config import check_array, check_int, check_positive, check_range
+from lib.config import check_array, check_finite, check_int, check_positive, check_range
 from lib.maps import stop_at_divergence
 
 
@@ -302,8 +302,10 @@ def run_single_neuron_population(K, steps: int, v0=0.1, w0=(0.0, 0.1)):
     K = check_array("K", K, positive=True)
     if np.any(K <= 0):
         raise ValueError(f"K must be > 0, got {K!r}")
+    if isinstance(w0, (str, bytes)) or not hasattr(w0, "__len__") or len(w0) != 2:
+        raise ValueError(f"w0 must be a pair (w_x, w_y) of numbers or arrays, got {w0!r}")
     v, wx, wy = np.broadcast_arrays(
-        np.asarray(v0, float), np.asarray(w0[0], float), np.abs(np.asarray(w0[1], float)), K
+        check_array("v0", v0), check_array("w0", w0[0]), np.abs(check_array("w0", w0[1])), K
     )[:3]
     out = {k: np.empty((steps + 1, *v.shape)) for k in ("v", "wx", "wy")}
     out["v"][0], out["wx"][0], out["wy"][0] = v, wx, wy
@@ -338,6 +340,8 @@ def run_single_neuron_empirical(X, eta: float, steps: int, v0=0.1, w0=(0.0, 0.1)
     if wt.shape != (d,):
         raise ValueError(f"w_teacher must have shape ({d},), got {wt.shape}")
     Y = np.maximum(X @ wt, 0.0)  # (B, m)
+    check_finite("v0", v0)
+    check_array("w0", w0, ndim=1)
     v = np.full(B, float(v0))
     w = np.tile(np.asarray(w0, dtype=float), (B, 1))
     vs = np.empty((steps + 1, B))

@@ -153,6 +153,7 @@ def mf_trajectory(Y0, Z0, C, eta: float, steps: int, bound: float = 1e6) -> dict
     """
     check_int("steps", steps, minimum=1)
     check_positive("eta", eta)
+    check_positive("bound", bound)
     Y, Z, C = (np.array(_np(a), dtype=float) for a in (Y0, Z0, C))
     for name, M in (("Y0", Y), ("Z0", Z)):
         check_shape(name, M, C.shape)
@@ -202,6 +203,8 @@ def quasi_symmetric_init(X0, alpha: float, eps: float = 1e-3, seed: int = 0):
     """
     check_positive("alpha", alpha)
     check_positive("eps", eps, allow_zero=True)
+    check_seed("seed", seed)
+    check_array("X0", X0)
     X0 = _batch(X0, "X0")
     g = torch.Generator().manual_seed(int(seed))
     Y = alpha * X0 + eps * torch.randn(X0.shape, generator=g, dtype=torch.float64)

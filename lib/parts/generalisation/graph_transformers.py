@@ -29,7 +29,7 @@ import torch
 from scipy.sparse import csr_array
 from scipy.sparse.csgraph import shortest_path
 
-from lib.config import check_array, check_in, check_int, check_positive, check_range, check_seed
+from lib.config import check_array, check_bool, check_in, check_int, check_positive, check_range, check_seed
 from lib.data.tokens import pattern_bank
 from lib.graphs.generators import binary_sbm_edges
 from lib.models.shallow_attention import ShallowAttention, attention_mass
@@ -279,6 +279,18 @@ def _neighbour_lists(spd, distances):
     return nbr, np.maximum(cnt, 1)
 
 
+def _check_distances(distances) -> None:
+    """``distances``: a tuple of integer distances >= 1, or one such tuple per member."""
+    if isinstance(distances, (str, bytes)) or not hasattr(distances, "__len__") or len(distances) == 0:
+        raise ValueError(f"distances must be a tuple of distances >= 1 or one tuple per member, got {distances!r}")
+    flat = [distances] if np.ndim(distances[0]) == 0 else list(distances)
+    for t in flat:
+        if isinstance(t, (str, bytes)) or not hasattr(t, "__len__") or len(t) == 0:
+            raise ValueError(f"distances must be a tuple of distances >= 1 or one tuple per member, got {distances!r}")
+        for z in t:
+            check_int("distances", z, minimum=1)
+
+
 def train_gt(
     Ls, seeds, cfg: dict, gamma_d: float, eps_S: float, *, gcn: bool = False, eps0: float = 0.0,
     steps=None, record_every: int = 10, core_distance: int = 1, distances=(1, 2), pe: bool = True,
@@ -289,6 +301,9 @@ def train_gt(
     :func:`train_gt_graphs` for the training and the returned arrays.
     """
     Ls, seeds = check_members(Ls, seeds, "Ls")
+    check_bool("gcn", gcn)
+    check_bool("pe", pe)
+    _check_distances(distances)
     useeds = np.unique(seeds)
     graphs = [core_graph(cfg["n"], gamma_d, eps_S, cfg["degree"], M=cfg["M"], d=cfg["d"], c0=cfg["c0"],
                          eps0=eps0, seed=int(s), core_distance=core_distance) for s in useeds]
@@ -324,9 +339,14 @@ def train_gt_graphs(
     Returns:
         dict of numpy arrays: ``test_hinge``, ``test_err`` (R,), ``curve_t`` (K,), ``test_curve`` (R, K),
         ``mass`` (R, K) (attention mass of test queries on class-relevant keys), ``b`` (R, Z) final PE,
-        ``b_curve`` (R, K, Z).
+        ``b_curve`` (R, K, Z), and ``diverged``, ``diverged_step`` (R,) from :func:`lib.train.train` (the members
+        train as one summed loss, so they stop together; the curves end at that step; -1: no divergence).
     """
     Ls, rows = check_members(Ls, rows, "Ls")
+    check_bool("gcn", gcn)
+    check_bool("pe", pe)
+    check_seed("seed", seed)
+    _check_distances(distances)
     if not graphs or rows.min() < 0 or rows.max() >= len(graphs):
         raise ValueError(f"rows must index graphs (0..{len(graphs) - 1})")
     steps = cfg["steps"] if steps is None else steps
@@ -418,13 +438,15 @@ def train_gt_graphs(
         return {"test_hinge": lt.numpy(), "mass": mt.numpy(), "b": b.detach().numpy().copy()}
 
     leaves = dict(p for p in model.named_parameters() if p[1].requires_grad) | ({"b": b} if train_b else {})
-    hist = train(leaves, loss_fn, lr=cfg["eta"], steps=steps, optimizer="sgd", batch_fn=batch_fn, record=record,
-                 record_every=record_every, generator=gen, divergence_factor=None).history
+    res = train(leaves, loss_fn, lr=cfg["eta"], steps=steps, optimizer="sgd", batch_fn=batch_fn, record=record,
+                record_every=record_every, generator=gen, divergence_factor=None)
+    hist = res.history
     lt, et, _ = evaluate()
     return {
         "test_hinge": lt.numpy(), "test_err": et.numpy(), "curve_t": hist["step"],
         "test_curve": np.stack(hist["test_hinge"], 1), "mass": np.stack(hist["mass"], 1), "b": b.detach().numpy(),
-        "b_curve": np.stack(hist["b"], 1),
+        "b_curve": np.stack(hist["b"], 1), "diverged": np.full(R, res.diverged),
+        "diverged_step": np.full(R, -1 if res.diverged_step is None else res.diverged_step),
     }
 
 

@@ -24,7 +24,7 @@ import math
 import numpy as np
 import torch
 
-from lib.config import check_in, check_int, check_positive, check_range, check_seed
+from lib.config import check_array, check_in, check_int, check_positive, check_range, check_seed
 from lib.data import prompts
 from lib.models.prune import neuron_mask
 from lib.models.shallow_attention import ShallowAttention
@@ -158,6 +158,8 @@ def sample_icl_prompts(n: int, relevant: torch.Tensor, irrelevant: torch.Tensor,
     check_range("alpha", alpha, 0.0, 1.0)
     check_positive("kappa", kappa, allow_zero=True)
     check_int("d_y", d_y, minimum=1)
+    if not isinstance(generator, torch.Generator):  # None would draw from torch's global generator
+        raise ValueError(f"generator must be a torch.Generator, got {generator!r}")
     m = relevant.shape[0]
     tasks = torch.as_tensor(_check_tasks(tasks, m))
     g = generator
@@ -305,7 +307,8 @@ def train_icl(configs: list[dict], *, m: int = 200, delta: float = 0.2, lr: floa
 
     Returns:
         dict with ``model``, ``checkpoints`` (steps), ``states`` (list of state dicts), ``loss`` (total training
-        loss per step), ``monitor_steps`` and ``monitor_hinge`` ``(n_records, R)``.
+        loss per step), ``monitor_steps`` and ``monitor_hinge`` ``(n_records, R)``, and :func:`lib.train.train`'s
+        ``diverged`` and ``diverged_step`` (the histories stop there).
     """
     check_int("steps", steps, minimum=1)
     check_int("batch", batch, minimum=1)
@@ -339,7 +342,8 @@ def train_icl(configs: list[dict], *, m: int = 200, delta: float = 0.2, lr: floa
     return {"model": model, "checkpoints": np.array(keep), "states": [states[c] for c in keep],
             "loss_steps": np.asarray(res.history["step"]), "loss": np.asarray(res.history["loss"]),
             "monitor_steps": np.array(mon_steps),
-            "monitor_hinge": np.array(mon).reshape(len(mon_steps), len(configs))}
+            "monitor_hinge": np.array(mon).reshape(len(mon_steps), len(configs)),
+            "diverged": res.diverged, "diverged_step": res.diverged_step}
 
 
 def neuron_rows(model: ShallowAttention) -> torch.Tensor:
@@ -379,7 +383,7 @@ def pruning_curve(model: ShallowAttention, config: dict, rates, method: str = "m
     Returns:
         dict with ``rates``, ``hinge`` and ``error`` (numpy, one entry per rate).
     """
-    rates = np.asarray(rates, dtype=float)
+    rates = check_array("rates", rates, ndim=1)
     if rates.ndim != 1 or len(rates) == 0 or np.any(rates < 0) or np.any(rates > 1):
         raise ValueError(f"rates must be a non-empty 1-d array in [0, 1], got {rates}")
     check_in("method", method, ("magnitude", "largest", "random"))
@@ -488,7 +492,8 @@ def train_icl_gpt(train_config: dict, tests: list[dict], *, d_model: int = 64, n
         seed: seeds the initialisation, training and test prompts.
 
     Returns:
-        dict with ``error`` (numpy, one per test) and ``loss`` (training loss at the recorded steps).
+        dict with ``error`` (numpy, one per test; NaN if the training diverged), ``loss`` (training loss at the
+        recorded steps), and :func:`lib.train.train`'s ``diverged`` and ``diverged_step``.
     """
     check_int("d_model", d_model, minimum=2)
     check_int("steps", steps, minimum=1)
@@ -519,4 +524,7 @@ def train_icl_gpt(train_config: dict, tests: list[dict], *, d_model: int = 64, n
             b = _run_batch([t], n_test, torch.Generator().manual_seed(seed + 100 + i), t.get("d_y", 30))
             out = model(as_sequence(b["X"][0]))[:, -1, 0]
             errors.append(float((b["z"][0] * out <= 0).double().mean()))
-    return {"error": np.array(errors), "loss": np.asarray(res.history["loss"])}
+    if res.diverged:  # a diverged model's test error says nothing about in-context learning
+        errors = [float("nan")] * len(errors)
+    return {"error": np.array(errors), "loss": np.asarray(res.history["loss"]), "diverged": res.diverged,
+            "diverged_step": res.diverged_step}

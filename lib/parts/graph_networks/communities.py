@@ -25,7 +25,7 @@ import scipy.sparse.linalg as sla
 import torch
 
 from lib import train as trainer
-from lib.config import check_in, check_int, check_positive, check_range
+from lib.config import check_array, check_in, check_int, check_int_array, check_positive, check_range, check_seed
 from lib.graphs import generators
 from lib.models.mlp import MLP
 from lib.models.sgnn import SGNN
@@ -348,7 +348,11 @@ def linear_readout_overlap(features: np.ndarray, labels: np.ndarray, k: int, see
         features: ``(n, K + 1)`` (one graph of :func:`power_features`); labels: ``(n,)`` in ``{0, 1}``;
         k: highest power used (``0 <= k <= K``); seed: seed of the node split.
     """
-    features, labels = np.asarray(features, dtype=np.float64), np.asarray(labels)
+    features = check_array("features", features, ndim=2)  # an inf would make lstsq spin forever in LAPACK
+    check_seed("seed", seed)
+    labels = np.asarray(labels)
+    if labels.ndim == 1 and labels.size:
+        check_int_array("labels", labels, minimum=0, maximum=1)
     if features.ndim != 2 or labels.shape != (features.shape[0],):
         raise ValueError(f"features must be (n, K+1) and labels (n,), got {features.shape} and {labels.shape}")
     check_int("k", k, minimum=0, maximum=features.shape[1] - 1)

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import networkx as nx
 import numpy as np
 
-from lib.config import check_in, check_int, check_positive, check_seed
+from lib.config import check_array, check_in, check_int, check_positive, check_seed
 from lib.graphs import equivalence, operators, wl
 
 #: Operators of the widget and the separation table: name -> function of the graph.
@@ -63,7 +63,9 @@ def multiset_gap(rows1: np.ndarray, rows2: np.ndarray, decimals: int = 9) -> flo
     """Largest entry-wise difference between two multisets of feature rows (each ``(n, f)``), matched by sorting
     the rows after rounding to ``decimals``; ``inf`` when the sizes differ. 0 means no GA-MLP with these features
     separates the graphs."""
-    rows1, rows2 = np.atleast_2d(rows1), np.atleast_2d(rows2)
+    check_int("decimals", decimals)
+    rows1 = np.atleast_2d(check_array("rows1", rows1))
+    rows2 = np.atleast_2d(check_array("rows2", rows2))
     if rows1.shape != rows2.shape:
         return math.inf
     s1 = sorted(map(tuple, np.round(rows1, decimals)))
@@ -242,6 +244,8 @@ def power_graph_check(G1, G2, operator_sets: dict, max_len: int = 3) -> dict[str
 def layout(G, seed: int = 0) -> dict:
     """A fixed drawing position per node (Kamada-Kawai from a seeded spring start)."""
     check_seed("seed", seed)
+    if not isinstance(G, nx.Graph):
+        raise ValueError(f"G must be a networkx graph, got {type(G).__name__}")
     return nx.kamada_kawai_layout(G, pos=nx.spring_layout(G, seed=seed))
 
 

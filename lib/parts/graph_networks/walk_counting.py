@@ -110,6 +110,7 @@ def fit_counting_model(G, length: int, model: str, *, mask: np.ndarray, width: i
     check_int("width", width, minimum=1)
     check_positive("lr", lr)
     check_int("steps", steps, minimum=1)
+    check_seed("seed", seed)
     mask = np.asarray(mask, dtype=bool)
     n = G.number_of_nodes()
     if mask.shape != (n,) or mask.all() or not mask.any():

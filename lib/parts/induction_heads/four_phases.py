@@ -153,6 +153,7 @@ def stage1_loss(p_tilde: float, L: int, g0: float, alpha_star: float, *, grad: b
     check_positive("p_tilde", p_tilde, allow_zero=True)
     check_int("L", L, minimum=5)
     check_positive("g0", g0)
+    check_bool("grad", grad)
     g_star, _ = targets_star(alpha_star)
     K = prev_token_weights(L, p_tilde)
     rows = slice(1, L - 1)  # keys s = 2..L-1 (0-based 1..L-2)
@@ -354,6 +355,9 @@ def four_phase_dynamics(
     _check_setting(alpha_star, w_star, L)
     check_range("sigma_init", sigma_init, 0.0, w_star, lo_open=True, hi_open=True)
     check_positive("t_max", t_max)
+    check_positive("t_min", t_min)
+    if t_min >= t_max:
+        raise ValueError(f"t_min must be below t_max ({t_max}), got {t_min!r}")
     g_star, h_star = targets_star(alpha_star)
 
     def rhs(t, y):

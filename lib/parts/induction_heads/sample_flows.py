@@ -6,8 +6,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from lib.config import check_array, check_in, check_int, check_positive, check_range
+from lib.config import (
+    check_array,
+    check_bool,
+    check_finite,
+    check_in,
+    check_int,
+    check_positive,
+    check_range,
+    check_seed,
+)
 from lib.flows import integrate_flow
+from lib.maps import stop_at_divergence
 from lib.parts.induction_heads.four_phases import _check_setting, mixed_target, reparam_forward, targets_star
 
 
@@ -58,8 +68,11 @@ def ih_moments(w_values, X, w_star: float, *, softmax: str = "true", target: str
 
 def ih_loss_from_moments(h, alpha_star: float, EA2, EAT, ET2):
     """Induction-head loss from :func:`ih_moments`: ``(h^2 EA2 - 2 h h* EAT + h*^2 ET2)/2``."""
+    h = check_array("h", h, finite=True)
+    EA2, EAT = check_array("EA2", EA2), check_array("EAT", EAT)
+    check_finite("ET2", ET2)
     _, h_star = targets_star(alpha_star)
-    return 0.5 * (np.asarray(h) ** 2 * EA2 - 2 * np.asarray(h) * h_star * EAT + h_star**2 * ET2)
+    return 0.5 * (h**2 * EA2 - 2 * h * h_star * EAT + h_star**2 * ET2)
 
 
 def ih_sample_flow(
@@ -141,7 +154,9 @@ def online_sgd_reparam(
     Returns:
         dict of NumPy arrays: ``step`` (n_rec,), ``t_4gram``, ``t_ih`` (n_rec,), ``loss_g4``, ``loss_ih`` (S, n_rec)
         on a fixed evaluation sample of ``eval_size`` sequences, and the parameters ``g, p, h, w`` (S, n_rec)
-        (``w = sqrt(|wq wk|)`` when separate), plus ``wq``, ``wk`` when separate.
+        (``w = sqrt(|wq wk|)`` when separate), plus ``wq``, ``wk`` when separate; ``diverged`` (S,) and
+        ``diverged_step`` (S,) (-1 where not), by :func:`lib.maps.stop_at_divergence` on the recorded losses and
+        parameters (the book's rule, that of :func:`lib.train.train`): a seed's records after that step are NaN.
     """
     import torch
 
@@ -152,6 +167,13 @@ def online_sgd_reparam(
     check_positive("lr_4gram", lr_4gram)
     check_positive("lr_ih", lr_ih)
     check_positive("qk_ratio", qk_ratio)
+    check_bool("separate_qk", separate_qk)
+    check_int("eval_size", eval_size, minimum=1)
+    check_int("record_every", record_every, minimum=1)
+    if isinstance(seeds, (str, bytes)) or not hasattr(seeds, "__iter__"):
+        raise ValueError(f"seeds must be a non-empty list of integers, got {seeds!r}")
+    for s in seeds:
+        check_seed("seeds", s)
     seeds = [int(s) for s in seeds]
     if not seeds:
         raise ValueError("seeds must be a non-empty list of integers")
@@ -195,10 +217,17 @@ def online_sgd_reparam(
             for n, gr in zip(names, grads):
                 params[n] -= lrs[n] * gr
     out = {k: np.array(v) for k, v in rec.items()}
+    checked = stop_at_divergence({k: out[k] for k in ["loss_g4", "loss_ih"] + names}, loss_keys=["loss_g4", "loss_ih"],
+                                 batch_ndim=1)
+    if checked["diverged"].any():
+        out.update({k: checked[k] for k in ["loss_g4", "loss_ih"] + names})
+    diverged = checked["diverged"]
+    diverged_step = np.where(diverged, out["step"][np.maximum(checked["diverged_step"], 0)], -1)
     for k in ["loss_g4", "loss_ih"] + names:
         out[k] = out[k].T  # (S, n_rec)
     if separate_qk:
         out["w"] = np.sqrt(np.abs(out["wq"] * out["wk"]))
     out["t_4gram"] = out["step"] * lr_4gram
     out["t_ih"] = out["step"] * lr_ih
+    out["diverged"], out["diverged_step"] = diverged, diverged_step
     return out

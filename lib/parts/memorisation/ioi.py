@@ -27,7 +27,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from lib.config import check_in, check_int, check_range
+from lib.config import check_in, check_int, check_range, check_seed
 from lib.models.laser import low_rank
 from lib.models.transformer import Transformer, TransformerConfig
 from lib.parts.memorisation.noisy_recall import FROZEN, init_code_scale, recall_model
@@ -278,6 +278,7 @@ def split_model(n_tokens: int, d: int, T: int, h_attn: int, h_mlp: int, n_layers
         rpe="none",
         causal="standard",
     )
+    check_seed("seed", seed)  # a fractional seed would give the model of its integer part
     torch.manual_seed(seed)
     return init_code_scale(Transformer(cfg))
 

@@ -17,6 +17,7 @@ import numpy as np
 from scipy.integrate import solve_ivp
 
 from lib.config import check_array, check_in, check_int, check_positive, check_range, check_seed
+from lib.maps import stop_at_divergence
 
 __all__ = [
     "sample_recall_sequences",
@@ -388,6 +389,7 @@ def associative_memory_run(
     check_int("steps", steps, minimum=1)
     check_positive("lr", lr)
     check_int("every", every, minimum=1)
+    check_seed("seed", seed)
     ranks = tuple(int(r) for r in ranks)
     for r in ranks:
         check_int("ranks", r, minimum=1, maximum=d)
@@ -417,13 +419,21 @@ def associative_memory_run(
         p /= p.sum(axis=1, keepdims=True)
         grad = u @ (p - target) @ np.swapaxes(e, 1, 2) / n
         w = w - lr * grad
-        bad = ~np.isfinite(w).all(axis=(1, 2)) & ~diverged
+        with np.errstate(invalid="ignore", over="ignore"):
+            bad = (~np.isfinite(w).all(axis=(1, 2)) | (np.sqrt((w**2).sum(axis=(1, 2))) > 1e8)) & ~diverged
         div_step[bad] = t
         diverged |= bad
         w[diverged] = 0.0
         if t % every == 0 or t == steps:
             evaluate(t)
     loss = np.stack(losses, axis=-1)
+    # the book's rule on the full model's loss too (lib.maps.stop_at_divergence: 1e6 x the first value, or a
+    # sustained blow-up): a finite but exploding run is flagged at the evaluation where it is detected
+    later = stop_at_divergence({"loss": np.where(diverged[:, None], 0.0, loss[-1]).T}, loss_keys=["loss"],
+                               batch_ndim=1)
+    new = later["diverged"] & ~diverged
+    div_step[new] = np.asarray(eval_steps)[later["diverged_step"][new]]
+    diverged |= new
     loss[:, diverged, :] = np.nan
     return {
         "steps": np.array(eval_steps),
