@@ -631,7 +631,8 @@ parts.concept_learning.sim_data: as_concepts augmented_moment empirical_mean emp
     sim_gaussian_mixture_batch
 parts.concept_learning.sim_one_layer: GDMoments affine_rates fit_exponential_rate flip_mu learning_order
     one_layer_weights theorem41_terms
-parts.edge_of_stability.balancing: product_hessian_top project_onto_manifold single_neuron_population_grad candidate_manifold_indicator
+parts.edge_of_stability.balancing: product_hessian_top project_onto_manifold single_neuron_population_grad
+    candidate_manifold_indicator
     single_neuron_population_loss single_neuron_reduced_step
 parts.edge_of_stability.beyond_low_dimension: cross_section equal_k_sharpness line_search_minimum
     mlp_eos_experiment run_mlp_eos run_teacher_student teacher_student_experiment ts_loss ts_ratios ts_unpack
@@ -649,12 +650,15 @@ parts.generalisation.group_imbalance: asymptotic_excess draw_problems excess_ris
 parts.generalisation.in_context_learning: baseline_errors icl_forward neuron_rows one_run projection_norms
     train_icl train_icl_gpt unseen_tasks
 parts.generalisation.scaling: boundary_exponent seed_boundaries
-parts.generalisation.shallow_vits: make_data sigma_map sparsification_runs train_vit vit_init thm1_hypotheses token_noise
+parts.generalisation.shallow_vits: make_data sigma_map sparsification_runs train_vit vit_init thm1_hypotheses
+    token_noise
 parts.generalisation.vit_images: accuracy alpha_star digits_by_class spurious_runs train_vits
 parts.graph_networks.communities: bethe_spectra permutation_ce run_sbm spectral_overlaps
-parts.graph_networks.rooted_graphs: draw_aggregation_tree draw_graph_rooted draw_labelled_tree per_class_spread product_operator
+parts.graph_networks.rooted_graphs: draw_aggregation_tree draw_graph_rooted draw_labelled_tree per_class_spread
+    product_operator
     tree_layout tree_walk_counts
-parts.graph_networks.telling_graphs_apart: depth2_tree draw_values first_separating_power lemma_a4_collisions algorithm1_keys algorithm1_rank
+parts.graph_networks.telling_graphs_apart: depth2_tree draw_values first_separating_power lemma_a4_collisions
+    algorithm1_keys algorithm1_rank
     lemma_a9_identities power_graph_check prop22_keys shared_classes wl_palette_colours word_features
 parts.graph_networks.walk_counting: counting_table fit_counting_model handset_gin
 parts.induction_heads.construction: best_bilinear_fit build_gih2 build_ihn build_vanilla_ih gih2_width_sweep
