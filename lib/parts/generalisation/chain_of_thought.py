@@ -284,6 +284,46 @@ def train_cot(*, d: int = 30, n_patterns: int = 20, n_steps: int = 3, n_examples
             "diverged": bool(getattr(res, "diverged", False))}
 
 
+#: the two kinds of chain of :func:`fig75_transitions`: (tau, rho) of the chains that keep Condition 7.3.2 (correct
+#: final pattern 0.4, the converging wrong one 3 (1 - rho) tau = 0.36) and of those that break it (correct 0.36,
+#: wrong 3 * 0.37 * 0.36 = 0.40); either way the row's second-largest entry of B is 0.9 of its largest
+FIG75_HOLD, FIG75_FAIL = (0.4, 0.7), (0.36, 0.63)
+
+
+def fig75_transitions(step_maps: torch.Tensor, *, fail_share: float = 0.3,
+                      generator: torch.Generator | None = None) -> torch.Tensor:
+    """Step matrices at the thesis's Fig 7.5 setting, ``tau_o = 0.4`` and ``rho_o = 0.1``, on which Condition 7.3.2
+    holds on some rows of ``B`` and fails on others.
+
+    Every chain (starting pattern) gets the distractors of ``mode="condition_fail"`` of :func:`step_transitions`
+    (every chain with exactly one wrong step ends at the same wrong final pattern), with ``(tau, rho) =``
+    :data:`FIG75_HOLD` or, with probability ``fail_share``, :data:`FIG75_FAIL`. Since the step maps are
+    permutations, the rows a chain visits belong to it alone, so the two kinds mix without interfering.
+
+    Args:
+        step_maps: ``(batch, K, m)`` correct step maps, ``K = 3``.
+        fail_share: probability that a chain breaks the condition, in [0, 1].
+        generator: torch generator.
+
+    Returns:
+        ``(batch, K, m, m)`` float tensor.
+    """
+    check_range("fail_share", fail_share, 0.0, 1.0)
+    batch, n_steps, m = step_maps.shape
+    if n_steps != 3:
+        raise ValueError(f"fig75_transitions needs K = 3 steps, got {n_steps}")
+    generator = generator if generator is not None else torch.Generator().manual_seed(0)
+    hold = step_transitions(step_maps, *FIG75_HOLD, mode="condition_fail", generator=generator)
+    fail = step_transitions(step_maps, *FIG75_FAIL, mode="condition_fail", generator=generator)
+    pick = torch.rand(batch, m, generator=generator) < fail_share  # per starting pattern
+    chain = prompts.follow_steps(step_maps, torch.arange(m).expand(batch, m))  # (batch, m, K + 1)
+    A = hold.clone()
+    for k in range(n_steps):
+        rows = torch.zeros(batch, m, dtype=torch.bool).scatter_(1, chain[..., k], pick)
+        A[:, k][rows] = fail[:, k][rows]
+    return A
+
+
 def sample_test_prompts(n_queries, n_examples, alpha, tau, rho, mode, d, n_trr, n_tsr, n_steps, noise, seed):
     """Test prompts of eqs (7.4), (7.11), (7.12): one task, step matrices and prompt per query.
 
@@ -296,7 +336,10 @@ def sample_test_prompts(n_queries, n_examples, alpha, tau, rho, mode, d, n_trr, 
     trr = prompts.orthonormal_bank(n_trr, d)
     tsr = prompts.subframe(trr, n_tsr, generator=g)
     maps = prompts.shift_tasks(n_queries, n_tsr, n_steps, generator=g)
-    A = step_transitions(maps, tau, rho, mode=mode, generator=g)
+    if mode == "fig75":  # the thesis's Fig 7.5 setting; tau and rho are not used
+        A = fig75_transitions(maps, generator=g)
+    else:
+        A = step_transitions(maps, tau, rho, mode=mode, generator=g)
     q = torch.randint(0, n_tsr, (n_queries,), generator=g)
     starts = prompts.context_starts(q, n_examples, n_tsr, alpha, generator=g)
     idx = prompts.sample_chains(A, starts, generator=g)  # (n, l, K + 1)

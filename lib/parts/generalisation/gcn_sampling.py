@@ -211,12 +211,24 @@ def sampling_spread(problem: dict, p_star, keeps, *, draws: int = 200, seed: int
     Returns:
         dict of arrays over ``keeps``: ``spread`` (mean of :math:`\\|A^s-A^*\\|_\\infty`), ``within_3se`` (the
         fraction of nodes whose Monte-Carlo mean of :math:`P^s_{ii}` is within 3 standard errors of :math:`p^*_l`; since
-        :math:`A^s = AP^s` this checks :math:`\\mathbb E[A^s] = A^*`), ``inf_star`` (:math:`\\|A^*\\|_\\infty`).
+        :math:`A^s = AP^s` this checks :math:`\\mathbb E[A^s] = A^*`), ``row_dev`` (the Monte-Carlo mean, over draws
+        and rows, of the row distance :math:`\\|a^s_n-a^*_n\\|_1`), ``row_bound`` (its value by the first step of
+        (D.12), :math:`2\\sum_k p^*_k(1-S_k/N_k)\\sum_{j\\in\\mathcal N_k}A_{nj}`, averaged over the rows; in
+        expectation the two are equal), ``row_bound_max`` (the largest row's (D.12) value), ``eps_510`` (the
+        largest :math:`(N_l/S_l-1)\\,Lp^*_l\\psi_l`, the :math:`c_1\\mathrm{poly}(\\epsilon)` that (5.10) asks to
+        be small) and ``inf_star`` (:math:`\\|A^*\\|_\\infty`).
     """
     check_int("draws", draws, minimum=2)
     A, groups = problem["A"], problem["groups"]
     g = torch.Generator().manual_seed(seed)
-    spread, within = [], []
+    spread, within, row_dev, row_bound, row_bound_max, eps = [], [], [], [], [], []
+    n_groups = int(np.max(groups)) + 1
+    cols_all = A.indices()
+    g_col = torch.as_tensor(np.asarray(groups))[cols_all[1]]
+    # group_mass[n, k] = sum of A_nj over the columns j of group k
+    group_mass = torch.zeros(A.shape[0], n_groups, dtype=torch.float64)
+    group_mass.index_put_((cols_all[0], g_col), A.values().double(), accumulate=True)
+    psi = sampling.group_psi(problem["sizes"], problem["mean_degree"])
     for keep in keeps:
         s = sampling.GroupSampler(A, groups, p_star, keep)
         star = s.effective.values().double()
@@ -225,6 +237,12 @@ def sampling_spread(problem: dict, p_star, keeps, *, draws: int = 200, seed: int
         vals = diag[:, cols[1]] * A.values().double()  # the values of A^s = A P^s, draw by draw
         rows = torch.zeros(draws, A.shape[0], dtype=torch.float64).index_add_(1, cols[0], (vals - star).abs())
         spread.append(float(rows.max(1).values.mean()))
+        row_dev.append(float(rows.mean()))
+        frac = np.array([k / len(m) for k, m in zip(s.kept, s.members)])  # S_l / N_l as sampled
+        b = group_mass @ torch.as_tensor(2 * np.asarray(p_star, dtype=float) * (1 - frac))
+        row_bound.append(float(b.mean()))
+        row_bound_max.append(float(b.max()))
+        eps.append(float(np.max((1 / frac - 1) * n_groups * np.asarray(p_star, dtype=float) * psi)))
         # E[A^s] = A E[P^s], so the check is on the diagonal of P^s, node by node
         target = torch.as_tensor(np.asarray(p_star, dtype=float)[groups])
         se = diag.std(0) / draws**0.5
@@ -235,8 +253,52 @@ def sampling_spread(problem: dict, p_star, keeps, *, draws: int = 200, seed: int
         "keeps": np.asarray(keeps, dtype=float),
         "spread": np.array(spread),
         "within_3se": np.array(within),
+        "row_dev": np.array(row_dev),
+        "row_bound": np.array(row_bound),
+        "row_bound_max": np.array(row_bound_max),
+        "eps_510": np.array(eps),
         "inf_star": inf_star,
     }
+
+
+def symmetric_spread(problem: dict, p_star, keeps, *, draws: int = 200, seed: int = 0) -> dict:
+    """The symmetric sampler of Section D.1.1, :math:`A^s = P^sAP^s` with :math:`P^s_{ii}=\\sqrt{p^*_lN_l/S_l}` on a
+    kept node (0 otherwise), against :math:`A^* = P^*AP^*`, :math:`P^*_{ii}=\\sqrt{p^*_l}` (D.14)-(D.15).
+
+    Args:
+        problem: from :func:`two_group_problem`.
+        p_star: :math:`(p^*_1, p^*_2)`.
+        keeps: kept fractions :math:`S_l/N_l`, each in (0, 1].
+        draws: sampled matrices per kept fraction (>= 2).
+        seed: seed of the sampling.
+
+    Returns:
+        dict of arrays over ``keeps``: ``spread`` (mean of :math:`\\|A^s-A^*\\|_\\infty`), ``dropped_row`` (mean over
+        draws of the largest row sum of :math:`A^*` among the nodes the draw drops: a dropped node's row of
+        :math:`A^s` is zero, so the distance is at least this), and ``inf_star`` (:math:`\\|A^*\\|_\\infty`).
+    """
+    check_int("draws", draws, minimum=2)
+    A, groups = problem["A"], problem["groups"]
+    g = torch.Generator().manual_seed(seed)
+    rows, cols = A.indices()
+    vals = A.values().double()
+    root = torch.as_tensor(np.sqrt(np.asarray(p_star, dtype=float))[groups])
+    star = root[rows] * root[cols] * vals
+    star_rows = torch.zeros(A.shape[0], dtype=torch.float64).index_add_(0, rows, star.abs())
+    spread, dropped = [], []
+    for keep in keeps:
+        s = sampling.GroupSampler(A, groups, p_star, keep)
+        dist, drop = [], []
+        for _ in range(draws):
+            ps = s.diagonal(g).double().sqrt()  # sqrt(p*_l N_l / S_l) on the kept nodes, 0 elsewhere
+            dev = (ps[rows] * ps[cols] * vals - star).abs()
+            dist.append(float(torch.zeros(A.shape[0], dtype=torch.float64).index_add_(0, rows, dev).max()))
+            off = ps == 0
+            drop.append(float(star_rows[off].max()) if off.any() else 0.0)
+        spread.append(np.mean(dist))
+        dropped.append(np.mean(drop))
+    return {"keeps": np.asarray(keeps, dtype=float), "spread": np.array(spread), "dropped_row": np.array(dropped),
+            "inf_star": float(star_rows.max())}
 
 
 def omega_width_sweep(

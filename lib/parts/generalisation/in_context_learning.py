@@ -238,6 +238,41 @@ def icl_forward(model: ShallowAttention, X: torch.Tensor, valid: torch.Tensor | 
     return out, att
 
 
+def lucky_neurons(model: ShallowAttention, X: torch.Tensor, z: torch.Tensor, d_x: int,
+                  valid: torch.Tensor | None = None) -> dict:
+    """The lucky neurons of (E.31)-(E.32) on prompts ``X`` with query labels ``z``, and which neurons are active.
+
+    With ``V^n`` the attention output (E.30) of prompt ``n`` and ``W_O``'s row ``i`` split as ``(O_{i,1}, O_{i,2})``
+    (first ``d_x`` entries, the rest), neuron ``i`` is lucky for prompt ``n`` when ``O_{i,1} V_{n,1} > 0``,
+    ``O_{i,2} V_{n,2} > 0`` and ``sign(a_i) = z_n`` (``W_n`` for ``z_n = +1``, ``U_n`` for ``-1``).
+
+    Args:
+        model: from :func:`icl_model`.
+        X: ``(R, B, l + 1, d)`` prompts, query in column 0.
+        z: ``(R, B)`` query labels ``±1``.
+        d_x: size of the feature part.
+        valid: ``(R, B, l)`` bool, False for padding.
+
+    Returns:
+        dict of ``(R, B, m)`` bool tensors: ``lucky`` and ``active`` (``W_O V^n > 0``).
+    """
+    if X.dim() != 4 or z.shape != X.shape[:2]:
+        raise ValueError(f"X must be (R, B, l + 1, d) and z (R, B), got {tuple(X.shape)} and {tuple(z.shape)}")
+    check_int("d_x", d_x, minimum=1, maximum=X.shape[-1] - 1)
+    if valid is None:
+        valid = torch.ones(X.shape[:2] + (X.shape[2] - 1,), dtype=torch.bool)
+    with torch.no_grad():
+        k = torch.einsum("rij,rblj->rbli", model.W_K, X[:, :, 1:])
+        q = torch.einsum("rij,rbj->rbi", model.W_Q, X[:, :, 0])
+        att = torch.softmax((k @ q.unsqueeze(-1)).squeeze(-1).masked_fill(~valid, float("-inf")), -1)
+        v = torch.einsum("rij,rbj->rbi", model.W_V, (att.unsqueeze(-1) * X[:, :, 1:]).sum(2))  # V^n, (R, B, d)
+        o = model.W_O  # (R, m, d)
+        part1 = torch.einsum("rmi,rbi->rbm", o[..., :d_x], v[..., :d_x])
+        part2 = torch.einsum("rmi,rbi->rbm", o[..., d_x:], v[..., d_x:])
+        same_sign = torch.sign(model.a).view(1, 1, -1) == torch.sign(z).unsqueeze(-1)
+    return {"lucky": (part1 > 0) & (part2 > 0) & same_sign, "active": part1 + part2 > 0}
+
+
 def _stack(batches: list[dict]) -> dict:
     """Stack per-run prompt batches, padding shorter contexts (masked out)."""
     lmax = max(b["X"].shape[1] for b in batches) - 1

@@ -121,3 +121,20 @@ def test_multilayer_model_trains_and_records_masses():
     assert np.allclose(r["masses"].sum(-1), 1.0, atol=1e-5)
     with pytest.raises(ValueError, match="lr"):
         cot_multilayer.train_multilayer_cot(lr=0.0)
+
+
+def test_fig75_transitions_are_at_the_thesis_setting():
+    g = torch.Generator().manual_seed(0)
+    maps = prompts.shift_tasks(40, 10, 3, generator=g)
+    A = cot.fig75_transitions(maps, generator=g)
+    assert torch.allclose(A.sum(-1), torch.ones(()), atol=1e-5)
+    st = [cot.transition_stats(list(A[b].double().numpy()), list(maps[b].numpy())) for b in range(40)]
+    assert np.mean([s["tau_o"] for s in st]) == pytest.approx(0.4, abs=0.02)
+    assert np.mean([s["rho_o"] for s in st]) == pytest.approx(0.1, abs=0.02)
+    # the condition fails on some rows (about 30%) and holds on the others
+    B = A[:, 0] @ A[:, 1] @ A[:, 2]
+    truth = prompts.follow_steps(maps, torch.arange(10).expand(40, 10))[..., -1]
+    holds = (B.argmax(-1) == truth).double().mean().item()
+    assert 0.55 < holds < 0.85
+    with pytest.raises(ValueError, match="fail_share"):
+        cot.fig75_transitions(maps, fail_share=1.5)

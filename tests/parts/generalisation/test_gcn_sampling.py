@@ -62,3 +62,21 @@ def test_argument_checks(problem):
         gs.label_masks(10, (10,), (0,))
     with pytest.raises(ValueError, match="draws"):
         gs.sampling_spread(problem, (0.7, 0.3), (0.9,), draws=1)
+
+
+def test_sampling_spread_row_distance_matches_d12(problem):
+    out = gs.sampling_spread(problem, (0.7, 0.3), (0.5, 0.9), draws=300)
+    # in expectation the row distance equals the first step of (D.12), linear in the dropped fraction
+    np.testing.assert_allclose(out["row_dev"], out["row_bound"], rtol=0.05)
+    assert out["row_bound"][0] / out["row_bound"][1] == pytest.approx(5.0, rel=0.05)
+    assert np.all(out["eps_510"] > 0) and out["eps_510"][0] > out["eps_510"][1]
+
+
+def test_symmetric_spread_zeroes_dropped_rows(problem):
+    out = gs.symmetric_spread(problem, (0.7, 0.3), (0.5, 0.9, 1.0), draws=50)
+    assert out["spread"][-1] < 1e-6 and out["dropped_row"][-1] == 0.0
+    # a dropped node's row of P^s A P^s is zero: the distance is at least its row sum in A*
+    assert np.all(out["spread"][:2] >= out["dropped_row"][:2] - 1e-9)
+    assert out["dropped_row"][1] > 0.5 * out["inf_star"]
+    with pytest.raises(ValueError, match="draws"):
+        gs.symmetric_spread(problem, (0.7, 0.3), (0.9,), draws=1)

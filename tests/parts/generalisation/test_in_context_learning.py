@@ -110,3 +110,21 @@ def test_baseline_nearest_neighbours_match_scikit_learn_fitted_per_prompt():
                     else KNeighborsClassifier(k).fit(xs[i], ys[i]).predict(X[i:i + 1, 0, :30].numpy())[0]
                     for i in range(60)]
             assert fast[name] == np.mean(np.array(pred) != z.numpy())
+
+
+def test_lucky_neurons_at_initialisation():
+    model = icl.icl_model(2, m=400, delta=0.2, seed=0)
+    mu, nu = icl.icl_banks(6, 24, 30, 3.0)
+    cfg = dict(relevant=mu, irrelevant=nu, tasks=icl.cyclic_tasks(6), length=20, alpha=0.8, kappa=0.5)
+    batch = icl._run_batch([cfg, cfg], 50, torch.Generator().manual_seed(0), 30)
+    out = icl.lucky_neurons(model, batch["X"], batch["z"], 30, batch["valid"])
+    assert out["lucky"].shape == out["active"].shape == (2, 50, 400)
+    # three independent sign conditions at random initialisation: about 1/8 of the neurons (E.36)
+    assert 0.08 < out["lucky"].double().mean().item() < 0.17
+    # a lucky neuron's two parts are both positive, so it is active
+    assert torch.all(out["active"][out["lucky"]])
+    # a lucky neuron's output sign a_i matches the prompt's label
+    sign = torch.sign(model.a).view(1, 1, -1).expand_as(out["lucky"])
+    assert torch.all(sign[out["lucky"]] == torch.sign(batch["z"]).unsqueeze(-1).expand_as(sign)[out["lucky"]])
+    with pytest.raises(ValueError, match="X must be"):
+        icl.lucky_neurons(model, batch["X"][0], batch["z"], 30)
