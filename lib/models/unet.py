@@ -30,6 +30,8 @@ class UNetConfig:
     cond_dim: int = 4  # (radius, R, G, B)
     emb_dim: int = 64
     groups: int = 8  # GroupNorm groups (the paper uses LayerNorm = 1 group)
+    zero_init: bool = False  # zero the last conv of every residual block and the output conv (Park et al.'s code)
+    residual_out: bool = False  # return z + output, so eps_hat = z_t at initialisation (Park et al.'s code)
 
     def __post_init__(self):
         check_int("in_channels", self.in_channels, minimum=1)
@@ -40,6 +42,9 @@ class UNetConfig:
         if len(self.channels) < 1 or any(int(c) < 1 or int(c) % self.groups for c in self.channels):
             raise ValueError(f"channels must be a non-empty tuple of multiples of groups={self.groups}, "
                              f"got {self.channels!r}")
+        for name in ("zero_init", "residual_out"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be a bool, got {getattr(self, name)!r}")
         if self.emb_dim % 2:
             raise ValueError(f"emb_dim must be even, got {self.emb_dim}")
 
@@ -62,7 +67,7 @@ def timestep_embedding(t: torch.Tensor, dim: int, max_period: float = 10_000.0) 
 class ResBlock(nn.Module):
     """x + conv(GELU(GN(conv(GELU(GN(x))) + proj(emb)))), with a 1x1 skip when the width changes."""
 
-    def __init__(self, cin: int, cout: int, emb_dim: int, groups: int):
+    def __init__(self, cin: int, cout: int, emb_dim: int, groups: int, zero_init: bool = False):
         super().__init__()
         check_int("groups", groups, minimum=1)
         for name, value in (("cin", cin), ("cout", cout)):
@@ -75,6 +80,9 @@ class ResBlock(nn.Module):
         self.emb = nn.Linear(emb_dim, cout)
         self.norm2 = nn.GroupNorm(groups, cout)
         self.conv2 = nn.Conv2d(cout, cout, 3, padding=1)
+        if zero_init:  # the block starts as its skip path
+            nn.init.zeros_(self.conv2.weight)
+            nn.init.zeros_(self.conv2.bias)
         self.skip = nn.Conv2d(cin, cout, 1) if cin != cout else nn.Identity()
 
     def forward(self, x, emb):
@@ -94,28 +102,31 @@ class CondUNet(nn.Module):
         super().__init__()
         cfg = cfg or UNetConfig()
         self.cfg = cfg
-        ch, E, G = tuple(int(c) for c in cfg.channels), cfg.emb_dim, cfg.groups
+        ch, E, G, Z = tuple(int(c) for c in cfg.channels), cfg.emb_dim, cfg.groups, cfg.zero_init
         self.time_mlp = nn.Sequential(nn.Linear(E, E), nn.GELU(), nn.Linear(E, E))
         self.cond_mlp = nn.Sequential(nn.Linear(cfg.cond_dim, E), nn.GELU(), nn.Linear(E, E))
         self.conv_in = nn.Conv2d(cfg.in_channels, ch[0], 3, padding=1)
         self.down, self.downsample, self.cond_after_down = nn.ModuleList(), nn.ModuleList(), nn.ModuleList()
         cin = ch[0]
         for i, c in enumerate(ch):
-            self.down.append(nn.ModuleList([ResBlock(cin if b == 0 else c, c, E, G) for b in range(cfg.blocks)]))
+            self.down.append(nn.ModuleList([ResBlock(cin if b == 0 else c, c, E, G, Z) for b in range(cfg.blocks)]))
             cin = c
             if i < len(ch) - 1:
                 self.downsample.append(nn.Conv2d(c, ch[i + 1], 3, stride=2, padding=1))
                 self.cond_after_down.append(nn.Linear(E, ch[i + 1]))
                 cin = ch[i + 1]
-        self.mid = ResBlock(ch[-1], ch[-1], E, G)
+        self.mid = ResBlock(ch[-1], ch[-1], E, G, Z)
         self.up, self.upsample = nn.ModuleList(), nn.ModuleList()
         for i in reversed(range(len(ch))):
-            self.up.append(nn.ModuleList([ResBlock(2 * ch[i] if b == 0 else ch[i], ch[i], E, G)
+            self.up.append(nn.ModuleList([ResBlock(2 * ch[i] if b == 0 else ch[i], ch[i], E, G, Z)
                                           for b in range(cfg.blocks)]))
             if i > 0:
                 self.upsample.append(nn.Conv2d(ch[i], ch[i - 1], 3, padding=1))
         self.norm_out = nn.GroupNorm(G, ch[0])
         self.conv_out = nn.Conv2d(ch[0], cfg.in_channels, 3, padding=1)
+        if Z:
+            nn.init.zeros_(self.conv_out.weight)
+            nn.init.zeros_(self.conv_out.bias)
 
     def forward(self, z, t, c):
         cond = self.cond_mlp(c)
@@ -135,7 +146,8 @@ class CondUNet(nn.Module):
                 h = block(h, emb)
             if j < len(self.upsample):
                 h = self.upsample[j](F.interpolate(h, scale_factor=2.0, mode="nearest"))
-        return self.conv_out(F.gelu(self.norm_out(h)))
+        out = self.conv_out(F.gelu(self.norm_out(h)))
+        return z + out if self.cfg.residual_out else out
 
 
 def num_params(model: nn.Module) -> int:

@@ -13,6 +13,7 @@ chapter                                                modules
                                                        :mod:`~lib.parts.concept_learning.linear_gd`,
                                                        :mod:`~lib.parts.concept_learning.plots`
 ``notebooks/concept_learning/03_diffusion.md``         :mod:`~lib.parts.concept_learning.diffusion`,
+                                                       :mod:`~lib.parts.concept_learning.diffusion_variants`,
                                                        :mod:`~lib.parts.concept_learning.shapes`
 (all chapters)                                         :mod:`~lib.parts.concept_learning.sim_data`,
                                                        :mod:`~lib.parts.concept_learning.settings`

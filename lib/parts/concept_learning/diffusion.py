@@ -159,16 +159,21 @@ def train_ensemble(models: list[torch.nn.Module], images: torch.Tensor, cond: to
                    schedule: VPSchedule | None = None, steps: int = 2000, batch_size: int = 64, lr: float = 1e-3,
                    weight_decay: float = 0.01, checkpoints=(), prompt: torch.Tensor | None = None,
                    noise: torch.Tensor | None = None, readout=None, sample_steps: int = 25, keep_images: int = 8,
-                   seed: int = 0, progress=None, trim_every: int = 200) -> dict:
+                   seed: int = 0, progress=None, trim_every: int = 200, data_range: str = "symmetric",
+                   fresh_noise_seed: int | None = None) -> dict:
     """Train K denoisers (model k on ``images[k]``, ``cond[k]``) with AdamW on :func:`diffusion_loss`.
 
     Args:
         models: K freshly initialised modules with ``forward(z, t, c)`` (e.g. ``lib.models.unet.CondUNet``).
-        images: (K, N, C, S, S) training images scaled to [-1, 1]; cond: (K, N, cond_dim).
+        images: (K, N, C, S, S) training images scaled to [-1, 1] (``data_range="symmetric"``) or left on
+            [0, 1] (``"unit"``, as in Park et al.'s code); cond: (K, N, cond_dim).
         steps, batch_size, lr, weight_decay: AdamW training (fresh minibatch of each model's data every step).
         checkpoints: steps (0 <= c <= steps) after which every model samples ``noise.shape[0]`` images of
             ``prompt`` (K, cond_dim) with :func:`ddim_sample` from the SAME ``noise`` (n, C, S, S) and ``readout``
             maps the images (K * n, C, S, S) in [0, 1] to concept coordinates (K * n, heads).
+        fresh_noise_seed: None (default) samples every checkpoint from ``noise`` (common random numbers); an int
+            draws a fresh starting noise of ``noise``'s shape at every checkpoint from a generator seeded with
+            it, as Park et al.'s code does (``noise`` then only gives the shape).
         keep_images: how many of the sampled images per model and checkpoint to keep (float16, in [0, 1]).
         trim_every: every that many steps, return freed memory to the system (:func:`release_freed_memory`;
             0 never): without it the resident memory of a long run grows to several GB.
@@ -183,6 +188,10 @@ def train_ensemble(models: list[torch.nn.Module], images: torch.Tensor, cond: to
     check_int("sample_steps", sample_steps, minimum=1)
     check_int("keep_images", keep_images, minimum=0)
     check_int("trim_every", trim_every, minimum=0)
+    if data_range not in ("symmetric", "unit"):
+        raise ValueError(f"data_range must be 'symmetric' or 'unit', got {data_range!r}")
+    if fresh_noise_seed is not None:
+        check_int("fresh_noise_seed", fresh_noise_seed, minimum=0)
     check_positive("lr", lr)
     check_positive("weight_decay", weight_decay, allow_zero=True)
     check_seed("seed", seed)
@@ -201,18 +210,20 @@ def train_ensemble(models: list[torch.nn.Module], images: torch.Tensor, cond: to
     ar = torch.arange(K)[:, None]
     hist = {"checkpoint": [], "concepts": [], "images": []}
     start = time.perf_counter()
+    noise_gen = None if fresh_noise_seed is None else torch.Generator().manual_seed(int(fresh_noise_seed))
 
     def evaluate(step, params):
         ens.params = params
         n = noise.shape[0]
-        z = noise.expand(K, *noise.shape)
+        z0 = noise if noise_gen is None else torch.randn(noise.shape, generator=noise_gen, dtype=noise.dtype)
+        z = z0.expand(K, *noise.shape)
         c = prompt[:, None, :].expand(K, n, prompt.shape[-1])
         eps_fn = lambda zz, tt, cc: ens.eps(zz.view(K, n, *zz.shape[1:]), tt.view(K, n),  # noqa: E731
                                             cc.view(K, n, -1)).reshape(K * n, *zz.shape[1:])
         with torch.no_grad():
             x = ddim_sample(eps_fn, schedule, z.reshape(K * n, *noise.shape[1:]), c.reshape(K * n, -1),
                             steps=sample_steps)
-            img = ((x + 1) / 2).clamp(0, 1)
+            img = (((x + 1) / 2) if data_range == "symmetric" else x).clamp(0, 1)
             coords = readout(img).reshape(K, n, -1)
         hist["checkpoint"].append(step)
         hist["concepts"].append(coords.numpy())
@@ -313,7 +324,9 @@ def concept_diffusion_experiment(deltas=(0.1, 0.8), seeds=(0,), image_size: int 
                                  batch_size: int = 64, lr: float = 1e-3, weight_decay: float = 0.01,
                                  n_checkpoints: int = 20, first_checkpoint: int = 10, samples: int = 32,
                                  sample_steps: int = 20, classifier_steps: int = 600, noise_seed: int = 1234,
-                                 progress=None, threads: int = 1) -> dict:
+                                 progress=None, threads: int = 1, data_range: str = "symmetric",
+                                 zero_init: bool = False, residual_out: bool = False,
+                                 fresh_noise: bool = False) -> dict:
     """Train one conditional denoiser per (colour signal, seed) on the classes 00, 01, 10 and read out the
     held-out prompt (blue, small) in concept space at log-spaced checkpoints (Yang et al. 2025, Fig. 6).
 
@@ -322,6 +335,11 @@ def concept_diffusion_experiment(deltas=(0.1, 0.8), seeds=(0,), image_size: int 
     ``loss`` (steps, D, R), ``classifier_accuracy`` (2,), ``seconds``. All randomness is seeded. ``threads``: torch
     intra-op threads (1: the U-Nets are small, and one thread per process is fastest on a shared machine; run
     several processes instead, see :func:`merge_diffusion_runs`).
+
+    Options for the training details of Park et al.'s released code (the defaults are the chapter's design):
+    ``data_range="unit"`` trains on images in [0, 1] instead of [-1, 1]; ``zero_init`` and ``residual_out`` are
+    the U-Net options of ``lib.models.unet.UNetConfig``; ``fresh_noise`` samples every checkpoint from a fresh
+    starting noise instead of the same one.
     """
     from lib.models.cnn import concept_probs
     from lib.models.unet import CondUNet, UNetConfig
@@ -330,6 +348,11 @@ def concept_diffusion_experiment(deltas=(0.1, 0.8), seeds=(0,), image_size: int 
     deltas, seeds = tuple(float(d) for d in deltas), tuple(int(s) for s in seeds)
     if not deltas or not seeds:
         raise ValueError("deltas and seeds must be non-empty")
+    if data_range not in ("symmetric", "unit"):
+        raise ValueError(f"data_range must be 'symmetric' or 'unit', got {data_range!r}")
+    for name, value in (("zero_init", zero_init), ("residual_out", residual_out), ("fresh_noise", fresh_noise)):
+        if not isinstance(value, bool):
+            raise ValueError(f"{name} must be a bool, got {value!r}")
     start = time.perf_counter()
     check_int("threads", threads, minimum=1)
     torch.set_num_threads(threads)
@@ -339,18 +362,20 @@ def concept_diffusion_experiment(deltas=(0.1, 0.8), seeds=(0,), image_size: int 
     for d, s in runs:
         x, c, _ = circles_color_size(n_per_class, d, classes=TRAIN_CLASSES, image_size=image_size,
                                      variant=variant, seed=1000 * s + int(round(100 * d)))
-        imgs.append(torch.tensor(2 * x - 1, dtype=torch.float32))
+        imgs.append(torch.tensor(2 * x - 1 if data_range == "symmetric" else x, dtype=torch.float32))
         conds.append(torch.tensor(c, dtype=torch.float32))
         prompts.append(torch.tensor(class_conditioning(d, [HELD_OUT])[0], dtype=torch.float32))
         torch.manual_seed(10_000 + s)  # the same initialisation for every colour signal of one seed
-        models.append(CondUNet(UNetConfig(channels=tuple(channels))).float())
+        models.append(CondUNet(UNetConfig(channels=tuple(channels), zero_init=zero_init,
+                                          residual_out=residual_out)).float())
     noise = torch.randn(samples, 3, image_size, image_size, generator=torch.Generator().manual_seed(noise_seed),
                         dtype=torch.float32)
     hist = train_ensemble(models, torch.stack(imgs), torch.stack(conds), steps=steps, batch_size=batch_size,
                           lr=lr, weight_decay=weight_decay,
                           checkpoints=log_checkpoints(first_checkpoint, steps, n_checkpoints),
                           prompt=torch.stack(prompts), noise=noise, readout=lambda im: concept_probs(clf, im),
-                          sample_steps=sample_steps, seed=12_345, progress=progress)
+                          sample_steps=sample_steps, seed=12_345, progress=progress, data_range=data_range,
+                          fresh_noise_seed=noise_seed + 1 if fresh_noise else None)
     D, R = len(deltas), len(seeds)
     P = len(hist["checkpoint"])
     return dict(

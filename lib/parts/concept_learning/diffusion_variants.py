@@ -1,0 +1,139 @@
+"""The Fig. 6 verdicts of the diffusion chapter as one function, and re-runs under training details of Park et
+al.'s released code (the authors' configuration files, which the paper's App. G follows).
+
+:func:`fig6_verdicts` applies the chapter's decision rules (order reversal, bend, speed decay, final error, MSE
+bump) to one result of :func:`~lib.parts.concept_learning.diffusion.concept_diffusion_experiment`;
+:func:`variant_runs` trains the chapter's configuration once per variant of
+:data:`~lib.parts.concept_learning.settings.AUTHORS_CODE_VARIANTS` (cached, two processes).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lib.config import check_int, check_positive
+from lib.curves import path_bend, speed
+from lib.stats import bootstrap_paired_mean
+
+from .diffusion import (
+    concept_diffusion_experiment,
+    concept_mse,
+    learned_step,
+    merge_diffusion_runs,
+    mse_rebound_bootstrap,
+)
+
+
+def _status(ok: bool, partly: bool) -> str:
+    return "reproduced" if ok else ("partly reproduced" if partly else "not reproduced")
+
+
+def fig6_verdicts(run: dict, *, level: float, bend: float, bend_se: float, decay: float, bump: float,
+                  bump_se: float, first_step: int = 0) -> dict:
+    """The chapter's Fig. 6 rules on one run (the same computations as the chapter's claims cells).
+
+    ``run``: a (merged) result of ``concept_diffusion_experiment`` with at least two colour signals; ``level``,
+    ``bend``, ``bend_se``, ``decay``, ``bump``, ``bump_se``: the chapter's constants ``LEVEL`` ... ``BUMP_SE``.
+    ``first_step``: ignore the checkpoints before this step (the authors' code records from step 500 of 20,000,
+    i.e. from 2.5 % of training). Returns a dict with, per rule, the numbers and the status the chapter's rule
+    gives: ``order`` (seed-mean (colour, size) learned steps at the strongest and weakest signal, reversal in the
+    seed mean, number of seeds reversed), ``bend`` (seeds bending at the strongest and the weakest signal),
+    ``decay`` (first/last-quarter speed ratio per signal, ``decays`` where it reaches ``decay``), ``final_mse`` and
+    ``bump`` (seeds with an MSE bump at the weakest signal), each with its ``*_status``. The law of the decay
+    (exponential or power) is decided by the chapter from the seed paths, with fitted exponents and their
+    intervals.
+    """
+    for name, value in (("level", level), ("bend", bend), ("bend_se", bend_se), ("decay", decay), ("bump", bump),
+                        ("bump_se", bump_se)):
+        check_positive(name, value)
+    check_int("first_step", first_step, minimum=0)
+    deltas = np.asarray(run["deltas"], float)
+    if deltas.size < 2:
+        raise ValueError(f"run must hold at least two colour signals, got {deltas.tolist()}")
+    keep = np.asarray(run["checkpoint"]) >= first_step
+    if keep.sum() < 8:
+        raise ValueError(f"first_step={first_step} leaves {int(keep.sum())} checkpoints; at least 8 are needed")
+    steps = np.asarray(run["checkpoint"], float)[keep]
+    concepts = np.asarray(run["concepts"])[:, :, keep]  # (D, R, P, n, 2)
+    per_seed = concepts.mean(axis=3)
+    C = per_seed.mean(axis=1)
+    R = per_seed.shape[1]
+    strong, weak = int(np.argmax(deltas)), int(np.argmin(deltas))
+
+    def order(ci):
+        return learned_step(ci[:, 0], steps, level), learned_step(ci[:, 1], steps, level)
+
+    ms, mw = order(C[strong]), order(C[weak])
+    rev_mean = bool(ms[0] < ms[1] and mw[1] < mw[0])
+    rev_seeds = np.array([order(per_seed[strong, r])[0] < order(per_seed[strong, r])[1]
+                          and order(per_seed[weak, r])[1] < order(per_seed[weak, r])[0] for r in range(R)])
+    out = dict(deltas=deltas, steps=steps, order_strong=ms, order_weak=mw, order_mean=rev_mean,
+               order_seeds=int(rev_seeds.sum()), seeds=R,
+               order_status=_status(rev_mean and rev_seeds.all(), rev_mean or rev_seeds.any()))
+
+    bent = {}
+    offsets = {}
+    for i, side in ((strong, 1.0), (weak, -1.0)):
+        vals = [bootstrap_paired_mean(concepts[i, r], lambda p, s=side: path_bend(p, (1.0, 1.0), side=s), seed=r)
+                for r in range(R)]
+        offsets[i] = [float(v[0]) for v in vals]
+        bent[i] = np.array([v[0] > max(bend, bend_se * v[1]) for v in vals])
+    out.update(bend_strong=int(bent[strong].sum()), bend_weak=int(bent[weak].sum()),
+               bend_offsets_strong=offsets[strong], bend_offsets_weak=offsets[weak],
+               bend_status=_status(bent[strong].mean() > 0.5 and bent[weak].mean() > 0.5,
+                                   bent[strong].mean() > 0.5 or bent[weak].mean() > 0.5))
+
+    sp = speed(C, steps)
+    q = max(1, sp.shape[1] // 4)
+    ratio = np.median(sp[:, :q], axis=1) / np.maximum(np.median(sp[:, -q:], axis=1), 1e-12)
+    decays = ratio >= decay
+    out.update(decay_ratio=ratio, decays=tuple(bool(x) for x in decays),
+               decay_status=_status(bool(np.all(decays)), bool(np.any(decays))))
+
+    final = concept_mse(C)[:, -1]
+    out.update(final_mse=final, final_status=_status(bool(final[strong] < 0.1), False))
+    boot = np.array([[mse_rebound_bootstrap(concepts[i, r], seed=r) for r in range(R)] for i in range(len(deltas))])
+    has_bump = (boot[..., 0] > bump) & (boot[..., 0] > bump_se * boot[..., 1])  # (D, R)
+    out.update(bump_weak=int(has_bump[weak].sum()),
+               bump_status=_status(has_bump[weak].mean() > 0.5, bool(has_bump.any())))
+    return out
+
+
+def verdict_line(v: dict) -> str:
+    """One line summarising :func:`fig6_verdicts`' result ``v`` (order, bend, decay, final error, bump)."""
+    d = v["deltas"]
+    s, w = int(np.argmax(d)), int(np.argmin(d))
+    return (f"order: δ = {d[s]:g} colour/size at {v['order_strong'][0]:g}/{v['order_strong'][1]:g}, "
+            f"δ = {d[w]:g} at {v['order_weak'][0]:g}/{v['order_weak'][1]:g}, reversal in "
+            f"{v['order_seeds']}/{v['seeds']} seeds ({v['order_status']}); bend in {v['bend_strong']}/{v['seeds']} "
+            f"seeds at δ = {d[s]:g} and {v['bend_weak']}/{v['seeds']} at δ = {d[w]:g} ({v['bend_status']}); "
+            f"first/last-quarter speed ratio " + "/".join(f"{r:.0f}" for r in v["decay_ratio"])
+            + f" ({v['decay_status']}"
+            + (f"; decay law {v['law_status']}" if "law_status" in v else "") + "); final MSE "
+            + "/".join(f"{m:.3f}" for m in v["final_mse"]) + f" ({v['final_status']}); MSE bump in "
+            f"{v['bump_weak']}/{v['seeds']} weak-signal seeds ({v['bump_status']})")
+
+
+def variant_runs(cfg: dict, variants: dict, *, n_jobs: int = 2, name: str = "sim3_concept_diffusion") -> dict:
+    """Train ``cfg`` (keyword arguments of ``concept_diffusion_experiment``) once per variant.
+
+    ``variants``: ``{label: extra keyword arguments}`` (e.g. ``settings.AUTHORS_CODE_VARIANTS``; ``{}`` is the
+    chapter's own training). The colour signals are split over ``n_jobs`` processes (``lib.sweep``, cached under
+    ``name``: with the chapter's name and configuration the unmodified run is the chapter's cached one). Returns
+    ``{label: merged run}``.
+    """
+    from lib.sweep import sweep
+
+    check_int("n_jobs", n_jobs, minimum=1)
+    if not isinstance(variants, dict) or not variants:
+        raise ValueError("variants must be a non-empty dict {label: options}")
+    out = {}
+    for label, opts in variants.items():
+        if not isinstance(opts, dict):
+            raise ValueError(f"variants[{label!r}] must be a dict of options, got {opts!r}")
+        halves = [tuple(float(d) for d in h) for h in np.array_split(np.asarray(cfg["deltas"], float), n_jobs)
+                  if len(h)]
+        parts = sweep(concept_diffusion_experiment, [dict(cfg, deltas=h, **opts) for h in halves], name=name,
+                      n_jobs=n_jobs)
+        out[label] = merge_diffusion_runs(parts)
+    return out
