@@ -116,6 +116,7 @@ def loss_blew_up(loss, loss0, factor):
     return (loss0 > 0) & (loss > factor * loss0)
 
 
+#: how many rising steps in a row the per-step divergence test asks for (here and in :mod:`lib.maps`)
 GROWTH_WINDOW = 8
 
 

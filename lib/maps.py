@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from lib._optim import GROWTH_WINDOW
 from lib.config import check_array, check_callable, check_finite, check_int, check_positive, check_range
 
 
@@ -47,9 +48,6 @@ def iterate_map(F: Callable, x0, steps: int, *, keep: int | None = None, bound: 
             if t >= start:
                 out[t - start] = x
     return out
-
-
-GROWTH_WINDOW = 8
 
 
 def _sustained_growth(loss: np.ndarray, growth: float) -> np.ndarray:

@@ -33,7 +33,9 @@ pytestmark = pytest.mark.book
 MODE = os.environ.get("BOOK_MODE", "quick")
 # the diffusion chapter trains 6 U-Nets in quick mode (two signals x three seeds, two processes) and 12 in full mode
 BUDGET = ({"notebooks/concept_learning/03_diffusion": 300.0} if MODE == "quick"
-          else {"notebooks/concept_learning/03_diffusion": 1200.0,
+          # full mode also retrains the quick configuration three times as the authors' code trains it (about
+          # 1,000 CPU s more than the 776 s measured before; not yet measured in a whole full build)
+          else {"notebooks/concept_learning/03_diffusion": 2000.0,
                 # the single pass of the GA-MLPs and the sGNN over 5 SBM settings in two processes: 337 s of CPU
                 # in one full build, 407 s in the next on a busier machine (363 s wall)
                 "notebooks/graph_networks/03_communities": 450.0})

@@ -618,6 +618,7 @@ models.probes: induction_key_mask prev_token_score
 models.sgnn: apply_adjacency instance_norm
 models.shallow_attention: ShallowAttention attention_mass
 models.unet: CondUNet
+parts.concept_learning.diffusion_variants: fig6_verdicts variant_runs verdict_line
 parts.concept_learning.deep_models: assumptions_satisfiable check_assumptions deep_linear_population_run
     entry_groups growth_suppression_noise illusion_fraction major_after_minor plateau_stats run_symmetric
     stage_sequence w_update_d2
@@ -640,14 +641,15 @@ parts.edge_of_stability.matrix_factorisation: diag_target divergence_boundary fi
     mf_flat_loss mf_loss mf_step orbit_structure thm6_condition thm6_eigenpair top_direction_value
 parts.edge_of_stability.one_dimensional: higher_order_test stable_oscillation_condition
 parts.generalisation.chain_of_thought: attention_dynamics cot_inference cot_training_batch error_curves
+    fig75_transitions
     icl_inference sample_test_prompts step_transitions train_cot
 parts.generalisation.cot_multilayer: multilayer_cot_model train_multilayer_cot
-parts.generalisation.gcn_sampling: omega_width_sweep relative_mse sampling_spread sin_tanh_labels
+parts.generalisation.gcn_sampling: omega_width_sweep relative_mse sampling_spread sin_tanh_labels symmetric_spread
     train_sampled_gcn two_group_problem which_target_sweep
 parts.generalisation.group_images: augmentation_sweep fraction_sweep train_group_mlps
 parts.generalisation.group_imbalance: asymptotic_excess draw_problems excess_risks gmm_step_size
     local_initialization local_uniqueness score_moments teacher_curvature tensor_initialization weight_spread
-parts.generalisation.in_context_learning: baseline_errors icl_forward neuron_rows one_run projection_norms
+parts.generalisation.in_context_learning: baseline_errors icl_forward neuron_rows one_run projection_norms lucky_neurons
     train_icl train_icl_gpt unseen_tasks
 parts.generalisation.scaling: boundary_exponent seed_boundaries
 parts.generalisation.shallow_vits: make_data sigma_map sparsification_runs train_vit vit_init thm1_hypotheses

@@ -13,15 +13,14 @@ import numpy as np
 
 from lib.config import check_int, check_positive
 from lib.curves import path_bend, speed
-from lib.stats import bootstrap_paired_mean
-
-from .diffusion import (
+from lib.parts.concept_learning.diffusion import (
     concept_diffusion_experiment,
     concept_mse,
     learned_step,
     merge_diffusion_runs,
     mse_rebound_bootstrap,
 )
+from lib.stats import bootstrap_paired_mean
 
 
 def _status(ok: bool, partly: bool) -> str:
