@@ -124,13 +124,13 @@ def exponent_status(fit, predicted: float, *, competing=None) -> tuple[str, str,
     if not competing or not np.all(np.isfinite(competing)):
         raise ValueError(f"competing must hold finite exponents other than the predicted one, got {competing!r}")
     gap = min(abs(c - predicted) for c in competing)
-    names = ", ".join(f"{c:g}" for c in competing)
-    rule = (f"the {fit.level:.0%} bootstrap interval of the fitted exponent covers {predicted:g}; inconclusive when "
-            f"it is wider than {gap:g}, the gap to the nearest competing exponent ({names})")
+    names = ", ".join(f"{c:.3g}" for c in competing)
+    rule = (f"the {fit.level:.0%} bootstrap interval of the fitted exponent covers {predicted:.3g}; inconclusive "
+            f"when it is wider than {gap:.3g}, the gap to the nearest competing exponent ({names})")
     width = fit.hi - fit.lo
     if width > gap:
         return INCONCLUSIVE, (f"the exponent's interval ({fit.lo:.2f} to {fit.hi:.2f}, width {width:.2f}) is wider "
-                              f"than the gap {gap:g} between the predicted {predicted:g} and the nearest competing "
+                              f"than the gap {gap:.3g} between the predicted {predicted:.3g} and the nearest competing "
                               f"exponent: the grid cannot tell the laws apart"), rule
     return status(fit.lo <= predicted <= fit.hi), "", rule
 
