@@ -104,18 +104,8 @@ def status(ok: bool, partly: bool = False) -> str:
     return STATUSES[0] if bool(ok) else (STATUSES[1] if bool(partly) else STATUSES[2])
 
 
-def exponent_status(fit, predicted: float, *, competing=None) -> tuple[str, str, str]:
-    """Decide a rate, exponent or scaling law by a fitted exponent's interval (:func:`lib.stats.power_law_exponent`).
-
-    ``competing`` are the exponents of the laws the experiment must tell the predicted one from; by default no
-    dependence (0) and twice the predicted exponent. Returns ``(status, reason, rule)``: ``"inconclusive"`` (with the
-    reason) when the interval is wider than the gap from ``predicted`` to the nearest competing exponent, since the
-    grid cannot tell the laws apart; otherwise ``"reproduced"`` when the interval covers ``predicted`` and ``"not
-    reproduced"`` when it does not. ``rule`` states this, for the claim's ``tolerance``.
-    """
-    for name in ("exponent", "lo", "hi", "level"):
-        if not hasattr(fit, name):
-            raise ValueError(f"fit must be a fitted exponent (lib.stats.power_law_exponent), got {fit!r}")
+def _competing(predicted: float, competing) -> tuple[float, list[float]]:
+    """``predicted`` as a float and the competing exponents (default 0 and twice it), checked."""
     predicted = float(predicted)
     if not np.isfinite(predicted):
         raise ValueError(f"predicted must be a finite number, got {predicted!r}")
@@ -123,10 +113,34 @@ def exponent_status(fit, predicted: float, *, competing=None) -> tuple[str, str,
     competing = [c for c in competing if c != predicted]
     if not competing or not np.all(np.isfinite(competing)):
         raise ValueError(f"competing must hold finite exponents other than the predicted one, got {competing!r}")
+    return predicted, competing
+
+
+def exponent_rule(predicted: float, *, competing=None, level: float = 0.95) -> str:
+    """The decision rule of :func:`exponent_status` in words, for a claim's ``tolerance`` (also when no exponent
+    could be fitted and the claim is inconclusive for another reason)."""
+    predicted, competing = _competing(predicted, competing)
     gap = min(abs(c - predicted) for c in competing)
     names = ", ".join(f"{c:.3g}" for c in competing)
-    rule = (f"the {fit.level:.0%} bootstrap interval of the fitted exponent covers {predicted:.3g}; inconclusive "
+    return (f"the {level:.0%} bootstrap interval of the fitted exponent covers {predicted:.3g}; inconclusive "
             f"when it is wider than {gap:.3g}, the gap to the nearest competing exponent ({names})")
+
+
+def exponent_status(fit, predicted: float, *, competing=None) -> tuple[str, str, str]:
+    """Decide a rate, exponent or scaling law by a fitted exponent's interval (:func:`lib.stats.power_law_exponent`).
+
+    ``competing`` are the exponents of the laws the experiment must tell the predicted one from; by default no
+    dependence (0) and twice the predicted exponent. Returns ``(status, reason, rule)``: ``"inconclusive"`` (with the
+    reason) when the interval is wider than the gap from ``predicted`` to the nearest competing exponent, since the
+    grid cannot tell the laws apart; otherwise ``"reproduced"`` when the interval covers ``predicted`` and ``"not
+    reproduced"`` when it does not. ``rule`` states this (:func:`exponent_rule`), for the claim's ``tolerance``.
+    """
+    for name in ("exponent", "lo", "hi", "level"):
+        if not hasattr(fit, name):
+            raise ValueError(f"fit must be a fitted exponent (lib.stats.power_law_exponent), got {fit!r}")
+    predicted, competing = _competing(predicted, competing)
+    gap = min(abs(c - predicted) for c in competing)
+    rule = exponent_rule(predicted, competing=competing, level=fit.level)
     width = fit.hi - fit.lo
     if width > gap:
         return INCONCLUSIVE, (f"the exponent's interval ({fit.lo:.2f} to {fit.hi:.2f}, width {width:.2f}) is wider "

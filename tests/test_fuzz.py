@@ -592,7 +592,8 @@ def test_bad_input_bar():
 #: or disappears must leave the list, so the share of ``lib`` under the fuzz only grows.
 NOT_YET_FUZZED = """
 chapter: note_widget_frames setup
-claims: ClaimsTable badge chapter coverage exponent_status failed_preconditions load_manifest load_manifests
+claims: ClaimsTable badge chapter coverage exponent_rule exponent_status
+    failed_preconditions load_manifest load_manifests
     normalise_source record source_mentions status table_html tex_html
 config: check_bool check_callable check_finite check_in check_int check_int_array check_range check_seed
     check_shape pick

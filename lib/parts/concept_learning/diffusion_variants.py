@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from lib.claims import status as _status
 from lib.config import check_int, check_positive
 from lib.curves import path_bend, speed
 from lib.parts.concept_learning.diffusion import (
@@ -21,10 +22,6 @@ from lib.parts.concept_learning.diffusion import (
     mse_rebound_bootstrap,
 )
 from lib.stats import bootstrap_paired_mean
-
-
-def _status(ok: bool, partly: bool) -> str:
-    return "reproduced" if ok else ("partly reproduced" if partly else "not reproduced")
 
 
 def fig6_verdicts(run: dict, *, level: float, bend: float, bend_se: float, decay: float, bump: float,

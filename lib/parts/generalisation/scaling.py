@@ -61,11 +61,8 @@ def boundary_exponent(xs, success, Ns, predicted: float, *, competing=None, what
         fit = power_law_exponent(xs[usable], b[usable], n_boot=n_boot, seed=0)
         state, reason, rule = claims.exponent_status(fit, predicted, competing=competing)
     else:
-        comp = [0.0, 2.0 * predicted] if competing is None else list(np.atleast_1d(competing))
         state, reason = claims.INCONCLUSIVE, ""
-        rule = (f"the 95% bootstrap interval (over seeds) of the exponent of {what} covers {predicted:g}; "
-                f"inconclusive when it is wider than the gap to the nearest competing exponent "
-                f"({', '.join(f'{c:g}' for c in comp)})")
+        rule = claims.exponent_rule(predicted, competing=competing)
     measured = f"median {what} per setting {per}" + (f"; fitted exponent {fit}" if fit is not None else "")
     return {"status": state, "reason": reason, "tolerance": rule, "preconditions": pre, "fit": fit,
             "boundaries": b, "measured": measured}
