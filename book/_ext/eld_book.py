@@ -9,6 +9,8 @@
   illustrations apart), every claim that did not fully reproduce and every known deviation linked to its row, a
   coverage table per work from its manifest ``book/coverage/<work>.yml``, and every chapter's table. The whole
   ledger is written next to the pages as ``claims.json`` and ``claims.csv``.
+* Execution: the notebooks about to be read are first executed several at a time (``eld_execute``) and handed
+  to MyST-NB through its jupyter-cache; a document read again has its old claims removed before that.
 * Timing: at the end of the build the execution time of every notebook, wall clock and the CPU time of its kernel,
   is printed and written to ``_build/timings.json``.
 """
@@ -66,9 +68,28 @@ def on_builder_inited(app):
 
 def on_env_purge_doc(app, env, docname):
     getattr(env, "eld_cpu", {}).pop(docname, None)
+    if docname in _fresh(app):  # executed for this build a moment ago (eld_execute): its files are current
+        return
     for path in (_claims_file(app, docname), _resources_file(app, docname)):
         if path.exists():
             path.unlink()
+
+
+def _fresh(app) -> dict:
+    """``{docname: record}`` of the notebooks executed side by side for this build that ran through."""
+    return {d: r for d, r in getattr(app, "eld_executed", {}).items() if r.get("error") is None}
+
+
+def on_env_before_read_docs(app, env, docnames):
+    """Execute the notebooks about to be read, several at a time (``eld_execute``), after removing their old
+    claims and resource records."""
+    from eld_execute import pre_execute
+
+    for docname in docnames:
+        for path in (_claims_file(app, docname), _resources_file(app, docname)):
+            if path.exists():
+                path.unlink()
+    app.eld_executed = pre_execute(app, docnames)
 
 
 def _children_cpu() -> float:
@@ -92,7 +113,23 @@ def on_doctree_read(app, doctree):
     if start and start[0] == app.env.docname:
         if not hasattr(app.env, "eld_cpu"):
             app.env.eld_cpu = {}
-        app.env.eld_cpu[app.env.docname] = _children_cpu() - start[1]
+        spent = _children_cpu() - start[1]
+        record = _fresh(app).get(app.env.docname)
+        if record is not None and record.get("cpu_s") is not None:
+            if spent > 1.0:  # MyST-NB did not find the executed copy and ran the kernel again: slower, not wrong
+                logger.warning(f"{app.env.docname} was executed twice (its cached copy did not match)")
+            spent = record["cpu_s"]
+            _keep_executed_notebook(app, app.env.docname, record)
+        app.env.eld_cpu[app.env.docname] = spent
+
+
+def _keep_executed_notebook(app, docname: str, record: dict) -> None:
+    """MyST-NB writes the notebook it read to its output folder (``_build/jupyter_execute``), which holds outputs
+    only when it executed the notebook itself; put the executed copy there, as a serial build leaves it."""
+    executed = Path(record["notebook"])
+    target = Path(app.env.mystnb_config.output_folder).joinpath(*docname.split("/")).with_suffix(".ipynb")
+    if executed.exists() and target.parent.exists():
+        target.write_bytes(executed.read_bytes())
 
 
 def on_page_dedup_js(app, pagename, templatename, context, doctree):
@@ -414,6 +451,7 @@ def setup(app):
     app.add_directive("eld-claims-report", ClaimsReportDirective)
     app.connect("builder-inited", on_builder_inited)
     app.connect("env-purge-doc", on_env_purge_doc)
+    app.connect("env-before-read-docs", on_env_before_read_docs)
     app.connect("source-read", on_source_read)
     app.connect("doctree-read", on_doctree_read)
     app.connect("html-page-context", on_page_dedup_js, priority=999)
