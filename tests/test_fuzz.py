@@ -619,7 +619,8 @@ models.probes: induction_key_mask prev_token_score
 models.sgnn: apply_adjacency instance_norm
 models.shallow_attention: ShallowAttention attention_mass
 models.unet: CondUNet
-parts.concept_learning.diffusion_variants: fig6_verdicts variant_runs verdict_line
+parts.concept_learning.diffusion_variants: decay_law_status decay_laws fig6_verdicts variant_runs verdict_line
+    verdicts_survive
 parts.concept_learning.deep_models: assumptions_satisfiable check_assumptions deep_linear_population_run
     entry_groups growth_suppression_noise illusion_fraction major_after_minor plateau_stats run_symmetric
     stage_sequence w_update_d2

@@ -3,7 +3,9 @@ al.'s released code (the authors' configuration files, which the paper's App. G 
 
 :func:`fig6_verdicts` applies the chapter's decision rules (order reversal, bend, speed decay, final error, MSE
 bump) to one result of :func:`~lib.parts.concept_learning.diffusion.concept_diffusion_experiment`;
-:func:`variant_runs` trains the chapter's configuration once per variant of
+:func:`decay_laws` decides, per colour signal, whether the slowing down is exponential or a power law (fitted
+exponents with intervals), :func:`decay_law_status` combines the signals; :func:`verdicts_survive` compares the
+verdicts of a variant with the chapter's; :func:`variant_runs` trains the chapter's configuration once per variant of
 :data:`~lib.parts.concept_learning.settings.AUTHORS_CODE_VARIANTS` (cached, two processes).
 """
 
@@ -11,9 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from lib.claims import exponent_status
 from lib.claims import status as _status
-from lib.config import check_int, check_positive
-from lib.curves import path_bend, speed
+from lib.config import check_array, check_int, check_positive
+from lib.curves import geometric_midpoints, path_bend, speed
 from lib.parts.concept_learning.diffusion import (
     concept_diffusion_experiment,
     concept_mse,
@@ -21,7 +24,7 @@ from lib.parts.concept_learning.diffusion import (
     merge_diffusion_runs,
     mse_rebound_bootstrap,
 )
-from lib.stats import bootstrap_paired_mean
+from lib.stats import bootstrap_paired_mean, power_law_exponent
 
 
 def fig6_verdicts(run: dict, *, level: float, bend: float, bend_se: float, decay: float, bump: float,
@@ -35,9 +38,9 @@ def fig6_verdicts(run: dict, *, level: float, bend: float, bend_se: float, decay
     gives: ``order`` (seed-mean (colour, size) learned steps at the strongest and weakest signal, reversal in the
     seed mean, number of seeds reversed), ``bend`` (seeds bending at the strongest and the weakest signal),
     ``decay`` (first/last-quarter speed ratio per signal, ``decays`` where it reaches ``decay``), ``final_mse`` and
-    ``bump`` (seeds with an MSE bump at the weakest signal), each with its ``*_status``. The law of the decay
-    (exponential or power) is decided by the chapter from the seed paths, with fitted exponents and their
-    intervals.
+    ``bump`` (seeds with an MSE bump at the weakest signal), each with its ``*_status``, and ``laws`` with
+    ``law_status``: the law of the decay (exponential or power) per signal from the seed paths
+    (:func:`decay_laws`).
     """
     for name, value in (("level", level), ("bend", bend), ("bend_se", bend_se), ("decay", decay), ("bump", bump),
                         ("bump_se", bump_se)):
@@ -85,6 +88,8 @@ def fig6_verdicts(run: dict, *, level: float, bend: float, bend_se: float, decay
     decays = ratio >= decay
     out.update(decay_ratio=ratio, decays=tuple(bool(x) for x in decays),
                decay_status=_status(bool(np.all(decays)), bool(np.any(decays))))
+    laws = decay_laws(per_seed, steps)[1]
+    out.update(laws=laws, law_status=decay_law_status(laws))
 
     final = concept_mse(C)[:, -1]
     out.update(final_mse=final, final_status=_status(bool(final[strong] < 0.1), False))
@@ -93,6 +98,76 @@ def fig6_verdicts(run: dict, *, level: float, bend: float, bend_se: float, decay
     out.update(bump_weak=int(has_bump[weak].sum()),
                bump_status=_status(has_bump[weak].mean() > 0.5, bool(has_bump.any())))
     return out
+
+
+def decay_laws(per_seed_paths, steps) -> tuple[np.ndarray, list[dict]]:
+    """Speed decay of concept-space paths ``per_seed_paths`` ``(D, R, P, 2)`` (signals, seeds, checkpoints at
+    ``steps``, colour and size read-outs): the first/last-quarter ratio of the seed-mean speed per signal ``(D,)``
+    and, per signal, the law of the slowing down.
+
+    The later half of the speed path is split into two segments; a power law ``v ~ k^p`` keeps the same log-log
+    slope in both, an exponential ``v ~ exp(-k/tau)`` steepens it in proportion to the step, by the ratio ``kr`` of
+    the segments' geometric mean steps. The second segment's slope (fitted with an interval, bootstrap over seeds)
+    is compared with the exponential's prediction ``p1 * kr`` against the power law's ``p1``
+    (:func:`lib.claims.exponent_status`). Each law is a dict with ``state`` (``reproduced`` = exponential),
+    ``reason``, ``rule`` and ``text``; with fewer than three speed intervals in a segment or three seeds every law
+    is ``inconclusive``.
+    """
+    per_seed_paths = check_array("per_seed_paths", per_seed_paths, ndim=4)
+    steps = check_array("steps", steps, ndim=1)
+    if per_seed_paths.shape[2] != steps.size or per_seed_paths.shape[3] != 2:
+        raise ValueError(f"per_seed_paths must have shape (D, R, {steps.size}, 2) for {steps.size} steps, "
+                         f"got {per_seed_paths.shape}")
+    mean = per_seed_paths.mean(axis=1)
+    mid, sp = geometric_midpoints(steps), speed(mean, steps)
+    q = max(1, sp.shape[1] // 4)
+    ratio = np.median(sp[:, :q], axis=1) / np.maximum(np.median(sp[:, -q:], axis=1), 1e-12)
+    seg1, seg2 = np.array_split(np.arange(sp.shape[1] // 2, sp.shape[1]), 2)
+    kr = np.exp(np.log(mid[seg2]).mean() - np.log(mid[seg1]).mean())
+    laws = []
+    short = min(len(seg1), len(seg2)) < 3 or per_seed_paths.shape[1] < 3
+    for paths in per_seed_paths:
+        if short:  # a slope with an interval needs three speeds per segment and three seeds
+            laws.append(dict(state="inconclusive", rule="later slope against the exponential's and the power law's",
+                             reason=f"{len(seg1)} and {len(seg2)} speed intervals in the two segments and "
+                                    f"{per_seed_paths.shape[1]} seeds: at least 3 of each are needed",
+                             text="too few checkpoints or seeds to fit the two slopes"))
+            continue
+        # one column per seed; a frozen model would move by exactly 0 (same noise)
+        v = np.maximum(speed(paths, steps).T, 1e-12)
+        p1 = power_law_exponent(mid[seg1], v[seg1], seed=0)
+        p2 = power_law_exponent(mid[seg2], v[seg2], seed=1)
+        state, reason, rule = exponent_status(p2, p1.exponent * kr, competing=[p1.exponent])
+        laws.append(dict(state=state, reason=reason, rule=rule,
+                         text=f"slope {p1.exponent:.2f}, then {p2}; exponential predicts {p1.exponent * kr:.2f}, "
+                              f"a power law {p1.exponent:.2f}"))
+    return ratio, laws
+
+
+def decay_law_status(laws: list[dict]) -> str:
+    """The decay-law verdict over signals (:func:`decay_laws`): reproduced when exponential for every signal,
+    partly when for some, not reproduced when a power law for every decided one, inconclusive when none is
+    decided."""
+    if not isinstance(laws, (list, tuple)) or not laws or not all(isinstance(law, dict) for law in laws):
+        raise ValueError("laws must be a non-empty list of the dicts decay_laws returns")
+    states = [law["state"] for law in laws]
+    if all(s == "inconclusive" for s in states):
+        return "inconclusive"
+    n_exp = sum(s == "reproduced" for s in states)
+    return _status(n_exp == len(states), partly=n_exp > 0)
+
+
+#: the verdicts :func:`verdicts_survive` compares
+SURVIVING_VERDICTS = ("order_status", "bend_status", "decays", "law_status")
+
+
+def verdicts_survive(v: dict, base: dict) -> dict:
+    """``{verdict: same as in base}`` for the verdicts of :data:`SURVIVING_VERDICTS` of two
+    :func:`fig6_verdicts` results (a variant ``v`` and the chapter's training ``base``)."""
+    for name, value in (("v", v), ("base", base)):
+        if not isinstance(value, dict) or any(k not in value for k in SURVIVING_VERDICTS):
+            raise ValueError(f"{name} must be a result of fig6_verdicts")
+    return {k: v[k] == base[k] for k in SURVIVING_VERDICTS}
 
 
 def verdict_line(v: dict) -> str:

@@ -261,7 +261,40 @@ def test_fig6_verdicts_on_a_synthetic_run():
     assert v["order_status"] == "reproduced" and v["order_seeds"] == 3
     assert v["bend_status"] == "reproduced" and v["final_status"] == "reproduced"
     assert "reversal in 3/3 seeds" in verdict_line(v)
+    assert v["law_status"] == "inconclusive"  # nine intervals: two speeds per segment cannot give a slope
     with pytest.raises(ValueError, match="first_step"):
         fig6_verdicts(run, **rules, first_step=1000)
     with pytest.raises(ValueError, match="bend"):
         fig6_verdicts(run, **dict(rules, bend=0.0))
+
+
+def test_decay_laws_tell_an_exponential_from_a_power_law():
+    """Concept paths approaching their end exponentially are called exponential; approaching it as a power of the
+    step, a power law; too few checkpoints leave the law undecided."""
+    from lib.parts.concept_learning.diffusion_variants import decay_law_status, decay_laws, verdicts_survive
+
+    steps = np.unique(np.round(np.geomspace(1, 3000, 40)))
+    rng = np.random.default_rng(1)
+    noise = lambda: np.exp(1e-3 * rng.standard_normal(steps.size))  # noqa: E731
+
+    def paths(profile):  # (R=5, P, 2): both read-outs follow the profile, each seed with its own small noise
+        return np.stack([np.stack([profile * noise(), profile * noise()], -1) for _ in range(5)])
+
+    exponential = paths(1 - np.exp(-steps / 300.0))
+    power = paths(1 - (steps + 10.0) ** -0.5)
+    ratio, laws = decay_laws(np.stack([exponential, power]), steps)
+    assert ratio.shape == (2,)
+    assert laws[0]["state"] == "reproduced", laws[0]
+    assert laws[1]["state"] == "not reproduced", laws[1]
+    assert decay_law_status(laws) == "partly reproduced"
+    _, few = decay_laws(np.stack([exponential[:, :8]]), steps[:8])
+    assert few[0]["state"] == "inconclusive" and "at least 3" in few[0]["reason"]
+    with pytest.raises(ValueError, match="per_seed_paths"):
+        decay_laws(np.stack([exponential]), steps[:-1])
+    with pytest.raises(ValueError, match="laws"):
+        decay_law_status([])
+    base = dict(order_status="reproduced", bend_status="reproduced", decays=(True,), law_status="inconclusive")
+    assert verdicts_survive(dict(base, bend_status="not reproduced"), base) == dict(
+        order_status=True, bend_status=False, decays=True, law_status=True)
+    with pytest.raises(ValueError, match="base"):
+        verdicts_survive(base, {})
