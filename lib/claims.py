@@ -122,7 +122,7 @@ def exponent_rule(predicted: float, *, competing=None, level: float = 0.95) -> s
     predicted, competing = _competing(predicted, competing)
     gap = min(abs(c - predicted) for c in competing)
     names = ", ".join(f"{c:.3g}" for c in competing)
-    return (f"the {level:.0%} bootstrap interval of the fitted exponent covers {predicted:.3g}; inconclusive "
+    return (f"the {level:.0%} interval of the fitted exponent covers {predicted:.3g}; inconclusive "
             f"when it is wider than {gap:.3g}, the gap to the nearest competing exponent ({names})")
 
 

@@ -139,8 +139,9 @@ def bootstrap_paired_mean(samples, statistic: Callable[[np.ndarray], np.ndarray]
 class Exponent:
     """A fitted power-law exponent (the log-log slope) with a bootstrap interval at ``level``.
 
-    ``resampled`` says what the bootstrap resampled: ``"seeds"`` (whole seeds, the columns of a 2-D ``y``) or
-    ``"residuals"`` (the points' residuals about the fitted line, studentised: one value per ``x``).
+    ``resampled`` says where the interval's spread comes from: ``"seeds"`` (the seeds' own slopes, the columns of a
+    2-D ``y``: Student's t interval of their mean) or ``"residuals"`` (a bootstrap of the points' residuals about
+    the fitted line, studentised: one value per ``x``).
     """
 
     exponent: float
@@ -162,7 +163,7 @@ class Exponent:
     def __str__(self) -> str:
         seeds = f", {self.n_seeds} seeds" if self.n_seeds > 1 else ""
         return (f"{self.exponent:.2f} [{self.level:.0%} interval {self.lo:.2f} to {self.hi:.2f}; {self.n_points} points"
-                f"{seeds}, bootstrap over {self.resampled}]")
+                f"{seeds}, {'t interval over seeds' if self.resampled == 'seeds' else 'bootstrap over residuals'}]")
 
 
 def _slopes(lx: np.ndarray, ly: np.ndarray) -> np.ndarray:
@@ -172,15 +173,16 @@ def _slopes(lx: np.ndarray, ly: np.ndarray) -> np.ndarray:
 
 
 def power_law_exponent(x, y, *, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> Exponent:
-    """The exponent ``p`` of ``y ~ c x^p``: the least-squares slope of ``log y`` on ``log x``, with a bootstrap
-    interval at ``level``.
+    """The exponent ``p`` of ``y ~ c x^p``: the least-squares slope of ``log y`` on ``log x``, with an interval at
+    ``level``.
 
     ``y`` is ``(n,)``, one value per ``x``, or ``(n, s)``, ``s >= 3`` seeds per ``x``: then the exponent is that of
-    the geometric mean over seeds (the mean of the seeds' own log-log slopes) and the bootstrap resamples whole seeds
-    (a seed keeps its values at every ``x``). With one value per ``x`` (``n >= 4``) it resamples the leverage-adjusted
-    residuals about the fitted line. Both intervals are bootstrap-t (studentised), so that three seeds or four points
-    get an honestly wide interval rather than an optimistic percentile one. Every ``x`` and ``y`` must be positive
-    and finite; at least three distinct ``x`` are needed.
+    the geometric mean over seeds (the mean of the seeds' own log-log slopes) and the interval is Student's t
+    interval of that mean (the seeds are the independent units; a seed keeps its values at every ``x``). With one
+    value per ``x`` (``n >= 4``) a bootstrap-t resamples the leverage-adjusted residuals about the fitted line, so
+    that four points get an honestly wide interval rather than an optimistic percentile one (``n_boot`` and
+    ``seed`` are the bootstrap's). Every ``x`` and ``y`` must be positive and finite; at least three distinct ``x``
+    are needed.
     """
     lx = np.log(check_array("x", x, ndim=1, positive=True))
     yv = check_array("y", y, ndim=(1, 2), positive=True)
@@ -198,16 +200,16 @@ def power_law_exponent(x, y, *, n_boot: int = 1000, seed: int = 0, level: float 
         s = yv.shape[1]
         if s < 3:
             raise ValueError(f"y must hold at least 3 seeds (columns) to resample, got {s}")
+        from scipy.stats import t as student_t
+
         per_seed = _slopes(lx, np.log(yv).T)  # (s,): each seed's own slope; their mean is the fitted exponent
         slope, se = float(per_seed.mean()), float(per_seed.std(ddof=1) / np.sqrt(s))
-        if se == 0.0:
-            return Exponent(slope, slope, slope, float(level), n, s, "seeds")
-        b = per_seed[rng.integers(0, s, size=(n_boot, s))]
-        se_b = b.std(axis=1, ddof=1) / np.sqrt(s)
-        ok = se_b > 0
-        t = (b.mean(axis=1)[ok] - slope) / se_b[ok]
-        q_lo, q_hi = np.quantile(t, [alpha, 1.0 - alpha])
-        return Exponent(slope, float(slope - q_hi * se), float(slope - q_lo * se), float(level), n, s, "seeds")
+        # Student's t interval of the mean of the seeds' slopes: exact for normal per-seed slopes. A bootstrap-t
+        # over 3-4 seeds is degenerate (resamples repeating one seed have a standard error near 0): in 400
+        # synthetic repeats with 3 seeds it covered 87 % at a nominal 95 % and was half as wide again, with
+        # intervals up to 1e10 wide on nearly noiseless paths.
+        half = float(student_t.ppf(1.0 - alpha, s - 1)) * se
+        return Exponent(slope, slope - half, slope + half, float(level), n, s, "seeds")
     if n < 4:
         raise ValueError(f"one value per x needs at least 4 points to bound the exponent, got {n}")
     ly = np.log(yv)

@@ -53,10 +53,11 @@ def test_chain_violations_counts_pairs_out_of_order_along_an_axis():
             chain_violations(**bad)
 
 
-@pytest.mark.parametrize("shape", [(5,), (4, 6)], ids=["points", "seeds"])
+@pytest.mark.parametrize("shape", [(5,), (4, 6), (4, 3)], ids=["points", "seeds", "three seeds"])
 def test_power_law_exponent_interval_covers_the_truth_and_excludes_twice_it(shape):
     """Over repeats of a noisy power law, the 90 % interval covers the true exponent in about 90 % of repeats
-    (bootstrap-t keeps it honest with 5 points or 6 seeds) and excludes twice the exponent almost always."""
+    (bootstrap-t over 5 points' residuals, Student's t over 6 or 3 seeds) and excludes twice the exponent almost
+    always."""
     from lib.stats import power_law_exponent
 
     rng = np.random.default_rng(7)
