@@ -1,0 +1,148 @@
+"""Small runs of every function of lib that takes ``device``, shared by tests/test_device.py (on the CPU:
+``device="cpu"`` is bit for bit the default) and tests/test_cuda.py (on a GPU: ``"cuda"`` against the CPU within
+a stated tolerance).
+
+Each case is ``fn(device) -> dict of NumPy arrays``; ``device=None`` calls the function without the argument (its
+default). ``TOLERANCE[name] = (rtol, atol)`` is the CUDA-against-CPU tolerance: a few float32 training steps on
+the GPU round differently from the CPU (other kernels, other summation orders), so results agree to about 1e-5
+relative per step; a discrete read-out (an argmax, a threshold) can flip for a near-tie and gets a wider bound.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+
+def _kw(device):
+    return {} if device is None else {"device": device}
+
+
+def _dev(device):
+    return torch.device("cpu" if device is None else device)
+
+
+def train_module(device):
+    from lib.train import train
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1)).float()
+    X, y = torch.randn(64, 3).float(), torch.randn(64, 1).float()
+    Xd, yd = X.to(_dev(device)), y.to(_dev(device))
+
+    def batch_fn(step, g):  # drawn on the CPU generator, then moved
+        idx = torch.randint(0, 64, (16,), generator=g).to(Xd.device)
+        return Xd[idx], yd[idx]
+
+    res = train(model, lambda m, b: ((m(b[0]) - b[1]) ** 2).mean(), lr=0.05, steps=20, optimizer="sgd",
+                momentum=0.9, batch_fn=batch_fn, record=lambda m, s: {"w": m[0].weight.sum()}, record_every=5,
+                **_kw(device))
+    return {"loss": res.history["loss"], "w": np.asarray(res.history["w"], float),
+            "final": torch.cat([p.detach().reshape(-1) for p in model.parameters()]).cpu().numpy()}
+
+
+def train_tensors(device):
+    from lib.train import train
+
+    g = torch.Generator().manual_seed(1)
+    A = torch.randn(6, 6, generator=g).float().to(_dev(device))
+    params = {"u": torch.randn(6, generator=g).float().to(_dev(device)),
+              "v": torch.randn(6, generator=g).float().to(_dev(device))}
+    res = train(params, lambda p: ((p["u"] @ A - p["v"]) ** 2).sum(), lr=0.01, steps=25, optimizer="adam",
+                **_kw(device))
+    return {"loss": res.history["loss"], "u": params["u"].detach().cpu().numpy()}
+
+
+def train_stacked_modules(device):
+    from lib.train import train_stacked
+
+    torch.manual_seed(2)
+    models = [torch.nn.Linear(4, 1).float() for _ in range(3)]
+    X, y = torch.randn(3, 32, 4).float(), torch.randn(3, 32, 1).float()
+    Xd, yd = X.to(_dev(device)), y.to(_dev(device))
+    ar = torch.arange(3, device=_dev(device))[:, None]
+
+    def batch_fn(step, g):
+        idx = torch.randint(0, 32, (3, 8), generator=g).to(Xd.device)
+        return Xd[ar, idx], yd[ar, idx]
+
+    res = train_stacked(models, lambda m, b: ((m(b[0]) - b[1]) ** 2).mean(), lr=0.05, steps=20, optimizer="adamw",
+                        weight_decay=0.01, batch_fn=batch_fn, record=lambda m, s: {"w": m.weight.sum()},
+                        **_kw(device))
+    return {"loss": res.history["loss"], "w": res.history["w"], "diverged": res.diverged,
+            "final": torch.stack([m.weight.detach().reshape(-1) for m in models]).cpu().numpy()}
+
+
+def train_stacked_tensors(device):
+    from lib.train import train_stacked
+
+    g = torch.Generator().manual_seed(3)
+    params = {"w": torch.randn(4, 5, generator=g).float().to(_dev(device))}
+    # model 3's loss is 400 times steeper: plain GD at lr 0.2 diverges there, and it is frozen while the others go on
+    scale = torch.tensor([1.0, 1.0, 2.0, 400.0]).float().to(_dev(device))
+    res = train_stacked(params, lambda p, s: s * ((p["w"] - 1.0) ** 2).sum(), lr=0.2, steps=15,
+                        batch_fn=lambda step, gen: scale, **_kw(device))
+    return {"loss": res.history["loss"], "w": params["w"].detach().cpu().numpy(), "diverged": res.diverged,
+            "diverged_step": res.diverged_step}
+
+
+def concept_diffusion(device):
+    from lib.parts.concept_learning.diffusion import concept_diffusion_experiment
+
+    r = concept_diffusion_experiment(deltas=(0.2, 0.7), seeds=(0,), n_per_class=16, channels=(8, 8), steps=12,
+                                     batch_size=8, n_checkpoints=3, first_checkpoint=2, samples=4, sample_steps=3,
+                                     classifier_steps=5, **_kw(device))
+    return {k: np.asarray(r[k], float) for k in ("concepts", "loss", "classifier_accuracy", "checkpoint")}
+
+
+def concept_classifier(device):
+    from lib.models.cnn import concept_probs
+    from lib.parts.concept_learning.diffusion import train_concept_classifier
+
+    model, acc = train_concept_classifier(steps=5, n=8, deltas=(0.2, 0.7), **_kw(device))
+    x = torch.linspace(0, 1, 3 * 8 * 8).reshape(1, 3, 8, 8).float().to(next(model.parameters()).device)
+    return {"acc": acc, "probs": concept_probs(model, x).cpu().numpy()}
+
+
+def graph_transformer(device):
+    from lib.parts.generalisation import graph_transformers as gt
+    from lib.parts.generalisation.settings import GT
+
+    cfg = dict(GT, n=60, degree=10, K=5, m=8, n_test=20, steps=15)
+    r = gt.train_gt([10, 20], [0, 1], cfg, 0.4, 0.05, **_kw(device))
+    return {k: np.asarray(r[k], float) for k in ("test_hinge", "test_err", "test_curve", "mass", "b")}
+
+
+def sbm(device):
+    from lib.parts.graph_networks.communities import run_sbm
+
+    r = run_sbm(5.0, 1.0, n=40, K=4, n_train=6, n_test=3, sgnn_depth=2, chunk=6, **_kw(device))
+    out = {f"overlap_{k}": np.asarray(v, float) for k, v in r["overlap"].items()}
+    out.update({f"loss_{k}": np.asarray(v, float) for k, v in r["loss"].items()})
+    return out
+
+
+def induction(device):
+    from lib.parts.induction_heads.trained_transformers import train_induction
+
+    r = train_induction(dict(T=16, V=8, seg_min=3, seg_max=6, d_model=16, batch=8, steps=10, record_every=5,
+                             eval_batch=16), **_kw(device))
+    return {k: np.asarray(r[k], float) for k in ("loss", "eval_loss", "prev_score", "ind_score", "maps2")}
+
+
+CASES = {
+    "lib.train.train (module, SGD-momentum)": train_module,
+    "lib.train.train (dict of tensors, Adam)": train_tensors,
+    "lib.train.train_stacked (modules, AdamW)": train_stacked_modules,
+    "lib.train.train_stacked (dict of tensors)": train_stacked_tensors,
+    "concept_learning.diffusion.concept_diffusion_experiment": concept_diffusion,
+    "concept_learning.diffusion.train_concept_classifier": concept_classifier,
+    "generalisation.graph_transformers.train_gt": graph_transformer,
+    "graph_networks.communities.run_sbm": sbm,
+    "induction_heads.trained_transformers.train_induction": induction,
+}
+
+#: (rtol, atol) of a CUDA result against the CPU one, per case (see the module docstring).
+TOLERANCE = {name: (1e-3, 1e-4) for name in CASES}
+TOLERANCE["graph_networks.communities.run_sbm"] = (0.0, 0.35)  # overlaps of 3 graphs: an argmax flips near ties
+TOLERANCE["concept_learning.diffusion.concept_diffusion_experiment"] = (1e-2, 1e-3)  # sampled through 3 DDIM steps

@@ -1,0 +1,92 @@
+"""``device`` on the CPU: every function of lib that takes it gives, with ``device="cpu"``, bit for bit what it
+gives without the argument (the book's default), and ``device`` is checked by one helper,
+:func:`lib.config.check_device`. The same small runs are compared on a GPU in tests/test_cuda.py."""
+
+import numpy as np
+import pytest
+import torch
+from device_cases import CASES
+
+from lib.config import check_device
+from lib.train import train, train_stacked
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_cpu_device_is_bit_identical_to_the_default(name):
+    default, cpu = CASES[name](None), CASES[name]("cpu")
+    assert default.keys() == cpu.keys()
+    for key in default:
+        assert np.array_equal(np.asarray(default[key]), np.asarray(cpu[key]), equal_nan=True), (name, key)
+
+
+def test_stacked_divergence_case_diverges_one_model():
+    r = CASES["lib.train.train_stacked (dict of tensors)"]("cpu")
+    assert r["diverged"].tolist() == [False, False, False, True]
+
+
+@pytest.mark.parametrize("value", ["cpu", torch.device("cpu"), "cpu:0"])
+def test_check_device_accepts_the_cpu(value):
+    assert check_device("device", value) == torch.device("cpu")
+
+
+@pytest.mark.parametrize("value", ["gpu", "cuda:x", "", "tpu", "meta", "cpu:1", 0, 1.0, None, True, ["cpu"]])
+def test_check_device_rejects_other_values_naming_the_argument(value):
+    with pytest.raises(ValueError, match="device"):
+        check_device("device", value)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+@pytest.mark.parametrize("value", ["cuda", "cuda:0", torch.device("cuda", 1)])
+def test_cuda_without_cuda_is_a_clear_error(value):
+    with pytest.raises(ValueError, match="CUDA is not available"):
+        check_device("device", value)
+
+
+def test_trainers_check_device():
+    w = torch.zeros(2)
+    with pytest.raises(ValueError, match="device"):
+        train(w, lambda p: (p ** 2).sum(), lr=0.1, steps=1, device="gpu")
+    with pytest.raises(ValueError, match="device"):
+        train_stacked({"w": torch.zeros(2, 3)}, lambda p: (p["w"] ** 2).sum(), lr=0.1, steps=1, device="tpu")
+
+
+def test_tensors_elsewhere_than_device_are_refused_not_moved():
+    # tensors are trained in place, so train cannot move them: one on another device is an error naming both
+    w = torch.zeros(2, device="meta")
+    with pytest.raises(ValueError, match="params are on meta but device is cpu"):
+        train(w, lambda p: (p ** 2).sum(), lr=0.1, steps=1, device="cpu")
+    with pytest.raises(ValueError, match="models_or_params are on meta"):
+        train_stacked({"w": torch.zeros(2, 3, device="meta")}, lambda p: (p["w"] ** 2).sum(), lr=0.1, steps=1)
+
+
+def test_a_module_is_moved_in_place_and_draws_stay_on_the_cpu_generator():
+    model = torch.nn.Linear(2, 1)
+    first = model.weight
+    seen = []
+
+    def batch_fn(step, g):
+        seen.append(g.device)
+        return torch.randn(4, 2, generator=g)
+
+    train(model, lambda m, b: m(b).pow(2).mean(), lr=0.1, steps=2, optimizer="sgd", batch_fn=batch_fn, device="cpu")
+    assert model.weight is first and set(seen) == {torch.device("cpu")}
+
+
+@pytest.mark.parametrize("fn", [
+    "lib.parts.concept_learning.diffusion:concept_diffusion_experiment",
+    "lib.parts.concept_learning.diffusion:train_ensemble",
+    "lib.parts.concept_learning.diffusion:train_concept_classifier",
+    "lib.parts.generalisation.graph_transformers:train_gt",
+    "lib.parts.generalisation.graph_transformers:train_gt_graphs",
+    "lib.parts.graph_networks.communities:run_sbm",
+    "lib.parts.induction_heads.trained_transformers:train_induction",
+    "lib.train:train",
+    "lib.train:train_stacked",
+])
+def test_device_defaults_to_cpu(fn):
+    import importlib
+    import inspect
+
+    mod, _, name = fn.partition(":")
+    param = inspect.signature(getattr(importlib.import_module(mod), name)).parameters["device"]
+    assert param.default == "cpu"
