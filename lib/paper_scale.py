@@ -353,7 +353,7 @@ def ledger(results_dir=None, cpu_claims=None) -> list[dict]:
         if state == "smoke":
             state = "none"  # a smoke result is not a paper-scale result
         meta = loaded[1] if loaded is not None and state != "none" else {}
-        claims = r.claims(loaded[0], r.config) if state == "current" else r.claims(None, r.config)
+        claims = r.claims(loaded[0], meta["config"]) if state == "current" else r.claims(None, r.config)
         for c in claims:
             cpu = [x["status"] for x in cpu_claims
                    if x.get("docname") == r.chapter and str(x.get("statement", "")).startswith(c["cpu"])]
