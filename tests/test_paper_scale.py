@@ -31,7 +31,7 @@ def test_at_least_four_named_runs_from_three_parts():
 def test_list_prints_every_run_with_a_cost(capsys):
     assert ps._main(["--list"]) == 0
     out = capsys.readouterr().out
-    for name, r in ps.paper_runs().items():
+    for name in ps.paper_runs():
         assert re.search(rf"^{name}: ", out, re.M), name
     assert out.count("cost: ") == len(ps.paper_runs()) and "model-steps" in out
 
@@ -175,6 +175,7 @@ def test_the_ledger_rules_are_the_chapters():
 def test_every_ledger_claim_stands_beside_a_claim_of_its_chapter():
     for r in ps.paper_runs().values():
         text = re.sub(r'"\s*\n\s*"', "", (REPO_ROOT / f"{r.chapter}.md").read_text())
+        text = text.replace("{{", "{").replace("}}", "}")  # f-strings' literal braces
         for c in r.claims(None, r.config):
             # a statement the chapter builds with an f-string is found by its literal start
             assert c["cpu"] in text or c["cpu"].split("(")[0] in text, (r.name, c["cpu"])
