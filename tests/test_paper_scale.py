@@ -190,3 +190,56 @@ def test_bad_arguments_name_them(work):
         ps.run("gt_fig33b", smoke=True, device="gpu")
     with pytest.raises(ValueError, match="smoke"):
         ps.piece_status("gt_fig33b", smoke="yes")
+
+
+def _ext():
+    import sys
+
+    sys.path.insert(0, str(REPO_ROOT / "book" / "_ext"))
+    import eld_paper_scale
+
+    return eld_paper_scale
+
+
+def test_the_page_shows_stale_as_stale_and_never_as_a_status():
+    row = dict(run="gt_fig33b", title="t", chapter="notebooks/x", source="Fig 3.3(b)", statement="s",
+               cpu=["reproduced"],
+               state="stale: the code it ran has changed since", status=None, measured="", rule="r", device="GPU",
+               date="d")
+    page = _ext().ledger_html([row], lambda d: d + ".html")
+    assert "stale: the code it ran has changed since" in page and "(not current; rerun it)" in page
+    assert "No paper-scale results are committed yet" in page
+    current = dict(row, state="current", status="not reproduced", measured="m")
+    page = _ext().ledger_html([current], lambda d: d + ".html")
+    assert "<strong>not reproduced</strong>" in page and "committed yet" not in page
+
+
+def test_a_sphinx_build_renders_the_ledger_with_this_builds_cpu_claims(tmp_path):
+    import subprocess
+    import sys
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "conf.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(REPO_ROOT / 'book' / '_ext')!r})\nextensions = ['eld_paper_scale']\n")
+    (src / "index.rst").write_text("Ledger\n======\n\n.. eld-paper-scale-ledger::\n")
+    claims = tmp_path / "claims"  # next to the html output, as the book writes them
+    claims.mkdir()
+    (claims / "notebooks__generalisation__02_graph_transformers.json").write_text(json.dumps({"claims": [
+        {"statement": "The labelled nodes needed for success grow like (1 - ε_S)^-2", "status": "inconclusive"}]}))
+    out = tmp_path / "html"
+    subprocess.run([sys.executable, "-m", "sphinx", "-q", "-b", "html", str(src), str(out)], check=True)
+    page = (out / "index.html").read_text()
+    committed = any(ps.RESULTS_DIR.glob("*.json"))
+    assert committed or "No paper-scale results are committed yet" in page
+    for name in ps.paper_runs():
+        assert f"<code>{name}</code>" in page
+    row = re.search(r"<tr><td><code>gt_fig33b</code>.*?</tr>", page, re.S).group(0)
+    assert "<td>inconclusive</td>" in row
+
+
+def test_the_book_loads_the_paper_scale_extension():
+    import yaml
+
+    cfg = yaml.safe_load((REPO_ROOT / "_config.yml").read_text())
+    assert cfg["sphinx"]["local_extensions"]["eld_paper_scale"] == "book/_ext"
