@@ -113,6 +113,20 @@ def graph_transformer(device):
     return {k: np.asarray(r[k], float) for k in ("test_hinge", "test_err", "test_curve", "mass", "b")}
 
 
+def vit(device):
+    from lib.parts.generalisation import shallow_vits as sv
+    from lib.parts.generalisation.settings import VIT
+
+    cfg = dict(VIT, L=10, m=8, steps=6, n_test=20)
+    r = sv.train_vit([4, 8, 8], [0, 0, 1], cfg, 0.4, 0.1, record_every=2, curve_members=[0, 2], **_kw(device))
+    out = {k: np.asarray(r[k], float) for k in ("test_hinge", "train_hinge", "test_curve", "train_curve", "mass",
+                                                "A", "idx")}
+    sparse = sv.sparsification_runs(cfg, [0], 6, 0.4, 0.1, 2, (2, 1.0), record_every=3, **_kw(device))
+    out.update(sparse_curve=sparse["test_curve"], sparse=sparse["test_hinge"])
+    m = sv.sigma_map(cfg, [0.0, 0.5], [4, 8], [0, 1], 0.4, 0.1, **_kw(device))
+    return out | {"sigma_map": m["test_hinge"]}
+
+
 def sbm(device):
     from lib.parts.graph_networks.communities import run_sbm
 
@@ -138,6 +152,7 @@ CASES = {
     "concept_learning.diffusion.concept_diffusion_experiment": concept_diffusion,
     "concept_learning.diffusion.train_concept_classifier": concept_classifier,
     "generalisation.graph_transformers.train_gt": graph_transformer,
+    "generalisation.shallow_vits.train_vit, sparsification_runs, sigma_map": vit,
     "graph_networks.communities.run_sbm": sbm,
     "induction_heads.trained_transformers.train_induction": induction,
 }
