@@ -127,6 +127,16 @@ def vit(device):
     return out | {"sigma_map": m["test_hinge"]}
 
 
+def noisy_recall(device):
+    from lib.parts.memorisation import noisy_recall as nr
+    from lib.parts.memorisation.settings import RECALL_QUICK
+
+    setting = dict(RECALL_QUICK, d=16, T=16, batch=8, n_test=8)
+    r = nr.recall_experiment(setting, 4, seed=0, pretrain_steps=2, **_kw(device))
+    out = {f"state_{k}": v.numpy() for k, v in r["state"].items()}
+    return out | {f"history_{k}": np.asarray(v, float) for k, v in r["history"].items()}
+
+
 def sbm(device):
     from lib.parts.graph_networks.communities import run_sbm
 
@@ -153,6 +163,7 @@ CASES = {
     "concept_learning.diffusion.train_concept_classifier": concept_classifier,
     "generalisation.graph_transformers.train_gt": graph_transformer,
     "generalisation.shallow_vits.train_vit, sparsification_runs, sigma_map": vit,
+    "memorisation.noisy_recall.recall_experiment, train_recall": noisy_recall,
     "graph_networks.communities.run_sbm": sbm,
     "induction_heads.trained_transformers.train_induction": induction,
 }

@@ -82,6 +82,8 @@ def test_a_module_is_moved_in_place_and_draws_stay_on_the_cpu_generator():
     "lib.parts.generalisation.shallow_vits:sigma_map",
     "lib.parts.generalisation.shallow_vits:sparsification_runs",
     "lib.parts.graph_networks.communities:run_sbm",
+    "lib.parts.memorisation.noisy_recall:train_recall",
+    "lib.parts.memorisation.noisy_recall:recall_experiment",
     "lib.parts.induction_heads.trained_transformers:train_induction",
     "lib.train:train",
     "lib.train:train_stacked",
