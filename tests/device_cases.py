@@ -137,6 +137,29 @@ def noisy_recall(device):
     return out | {f"history_{k}": np.asarray(v, float) for k, v in r["history"].items()}
 
 
+def ioi(device):
+    from lib.parts.memorisation import ioi as mi
+
+    tiny = dict(n_tokens=6, d=8, T=10, batch=8, alpha=0.5, steps=3, lr=0.03, momentum=0.9, weight_decay=1e-4,
+                adam_lr=1e-3, n_test=16, laser_rank=2)
+    out = {}
+    for opt in ("sgd", "adam"):
+        r = mi.ioi_experiment(tiny, 2, opt, seed=0, **_kw(device))
+        out |= {f"{opt}_{k}": np.asarray(v, float) for k, v in r["history"].items()}
+        out |= {f"{opt}_final_{v}_{k}": np.asarray(x) for v, d in r["final"].items() for k, x in d.items()}
+    split = dict(n_chars=8, d=8, T=12, batch=8, alpha=0.5, steps=5, momentum=0.9, weight_decay=1e-4, n_test=32)
+    b = mi.bigram_split_loss(split, 4, 8, lr=0.1, seed=0, **_kw(device))
+    return out | {"bigram_loss": np.asarray(b["bigram_loss"]), "entropy": np.asarray(b["entropy"])}
+
+
+def template_lm(device):
+    from lib.parts.memorisation import language_models as lm
+
+    r = lm.run_template_lm(6, 4, 16, 2, 3e-3, 0, [0, 6], [1, 16], **_kw(device))
+    out = {f"history_{k}": np.asarray(v, float) for k, v in r["history"].items() if k != "diverged_step"}
+    return out | {"sweep": np.asarray(r["sweep"]["probe"], float)}
+
+
 def sbm(device):
     from lib.parts.graph_networks.communities import run_sbm
 
@@ -164,6 +187,8 @@ CASES = {
     "generalisation.graph_transformers.train_gt": graph_transformer,
     "generalisation.shallow_vits.train_vit, sparsification_runs, sigma_map": vit,
     "memorisation.noisy_recall.recall_experiment, train_recall": noisy_recall,
+    "memorisation.ioi.ioi_experiment, train_ioi, bigram_split_loss": ioi,
+    "memorisation.language_models.run_template_lm, train_template_lm": template_lm,
     "graph_networks.communities.run_sbm": sbm,
     "induction_heads.trained_transformers.train_induction": induction,
 }
