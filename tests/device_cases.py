@@ -160,6 +160,30 @@ def template_lm(device):
     return out | {"sweep": np.asarray(r["sweep"]["probe"], float)}
 
 
+def vit_images(device):
+    from lib.parts.generalisation import vit_images as vi
+
+    arch = dict(width=8, heads=2, blocks=1)
+    a = vi.accuracy_map([0, 9], [20, 40], [0], arch=arch, steps=2, lr=1e-2, batch=8, n_test=30, **_kw(device))
+    sp = vi.spurious_runs([0, 9], [0], n_test_per_class=10, pre_sizes=(40, 8), arch=arch, pre_steps=2, steps=2,
+                          lr=1e-2, batch=8, **_kw(device))
+    return {"acc": a["acc"], "spurious": sp["acc"]}
+
+
+def in_context(device):
+    from lib.parts.generalisation import in_context_learning as icl
+
+    mu, nu = icl.icl_banks()
+    tasks = icl.cyclic_tasks(6)
+    cfg = dict(relevant=mu, irrelevant=nu, tasks=tasks, length=6, alpha=0.8, kappa=0.5)
+    r = icl.train_icl([cfg, dict(cfg, alpha=0.6)], m=10, steps=8, batch=8, checkpoints=[0, 8], monitor=[cfg, cfg],
+                      monitor_every=4, monitor_n=16, **_kw(device))
+    out = {k: np.asarray(r[k], float) for k in ("loss", "monitor_hinge")}
+    out |= {f"state_{k}": v.numpy() for k, v in r["states"][-1].items()}
+    g = icl.train_icl_gpt(cfg, [cfg], d_model=8, n_layers=1, n_heads=2, batch=8, steps=4, n_test=16, **_kw(device))
+    return out | {"gpt_error": g["error"], "gpt_loss": g["loss"]}
+
+
 def sbm(device):
     from lib.parts.graph_networks.communities import run_sbm
 
@@ -189,11 +213,15 @@ CASES = {
     "memorisation.noisy_recall.recall_experiment, train_recall": noisy_recall,
     "memorisation.ioi.ioi_experiment, train_ioi, bigram_split_loss": ioi,
     "memorisation.language_models.run_template_lm, train_template_lm": template_lm,
+    "generalisation.vit_images.accuracy_map, spurious_runs, train_vits": vit_images,
+    "generalisation.in_context_learning.train_icl, train_icl_gpt": in_context,
     "graph_networks.communities.run_sbm": sbm,
     "induction_heads.trained_transformers.train_induction": induction,
 }
 
 #: (rtol, atol) of a CUDA result against the CPU one, per case (see the module docstring).
 TOLERANCE = {name: (1e-3, 1e-4) for name in CASES}
-TOLERANCE["graph_networks.communities.run_sbm"] = (0.0, 0.35)  # overlaps of 3 graphs: an argmax flips near ties
+TOLERANCE["graph_networks.communities.run_sbm"] = (0.0, 0.35)
+TOLERANCE["generalisation.vit_images.accuracy_map, spurious_runs, train_vits"] = (0.0, 0.1)  # accuracies (argmax)
+TOLERANCE["generalisation.in_context_learning.train_icl, train_icl_gpt"] = (1e-3, 0.07)  # 0-1 errors of 16 prompts
 TOLERANCE["concept_learning.diffusion.concept_diffusion_experiment"] = (1e-2, 1e-3)  # sampled through 3 DDIM steps
