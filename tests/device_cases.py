@@ -184,6 +184,16 @@ def in_context(device):
     return out | {"gpt_error": g["error"], "gpt_loss": g["loss"]}
 
 
+def chain_of_thought(device):
+    from lib.parts.generalisation import chain_of_thought as cot
+    from lib.parts.generalisation import cot_multilayer
+
+    a = cot.train_cot(steps=10, batch=8, n_examples=5, checkpoints=(0, 5), **_kw(device))
+    r = cot_multilayer.train_multilayer_cot(steps=3, batch=8, n_examples=3, n_test=5, d_model=16, checkpoints=(1,),
+                                            **_kw(device))
+    return {"Ws": a["Ws"], "loss": a["loss"], "masses": r["masses"], "ml_loss": r["loss"]}
+
+
 def sbm(device):
     from lib.parts.graph_networks.communities import run_sbm
 
@@ -215,6 +225,7 @@ CASES = {
     "memorisation.language_models.run_template_lm, train_template_lm": template_lm,
     "generalisation.vit_images.accuracy_map, spurious_runs, train_vits": vit_images,
     "generalisation.in_context_learning.train_icl, train_icl_gpt": in_context,
+    "generalisation.chain_of_thought.train_cot, cot_multilayer.train_multilayer_cot": chain_of_thought,
     "graph_networks.communities.run_sbm": sbm,
     "induction_heads.trained_transformers.train_induction": induction,
 }
