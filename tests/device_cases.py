@@ -194,6 +194,31 @@ def chain_of_thought(device):
     return {"Ws": a["Ws"], "loss": a["loss"], "masses": r["masses"], "ml_loss": r["loss"]}
 
 
+def group_mlps(device):
+    from lib.parts.generalisation import group_images as gim
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(3, 20, 5)), (rng.random((3, 20)) < 0.5).astype(float)
+    Xt, yt = rng.normal(size=(2, 10, 5)), (rng.random(10) < 0.5).astype(float)
+    return {"acc": gim.train_group_mlps(X, y, Xt, yt, [0, 1, 2], width=8, steps=10, **_kw(device))}
+
+
+def sampled_gcn(device):
+    from lib.graphs import sampling
+    from lib.parts.generalisation import gcn_sampling as gs
+
+    problem = gs.two_group_problem((10, 110), (8, 2), seed=0)
+    A_star = sampling.effective_adjacency(problem["A"], problem["groups"], (0.7, 0.3))
+    Y = gs.sin_tanh_labels(A_star, problem["X"], problem["W_star"], problem["C_star"])
+    masks = gs.label_masks(120, (80,), (0, 1))
+    out = {}
+    for sampler in ("group", "fastgcn", "none"):
+        r = gs.train_sampled_gcn(problem, Y, masks, sampler=sampler, p_star=(0.7, 0.3), m=8, steps=10, lr=1e-2,
+                                 seed=0, **_kw(device))
+        out |= {f"{sampler}_{k}": np.asarray(r[k], float) for k in ("test_error", "train_error", "loss")}
+    return out
+
+
 def sbm(device):
     from lib.parts.graph_networks.communities import run_sbm
 
@@ -226,6 +251,8 @@ CASES = {
     "generalisation.vit_images.accuracy_map, spurious_runs, train_vits": vit_images,
     "generalisation.in_context_learning.train_icl, train_icl_gpt": in_context,
     "generalisation.chain_of_thought.train_cot, cot_multilayer.train_multilayer_cot": chain_of_thought,
+    "generalisation.group_images.train_group_mlps": group_mlps,
+    "generalisation.gcn_sampling.train_sampled_gcn": sampled_gcn,
     "graph_networks.communities.run_sbm": sbm,
     "induction_heads.trained_transformers.train_induction": induction,
 }
@@ -235,4 +262,5 @@ TOLERANCE = {name: (1e-3, 1e-4) for name in CASES}
 TOLERANCE["graph_networks.communities.run_sbm"] = (0.0, 0.35)
 TOLERANCE["generalisation.vit_images.accuracy_map, spurious_runs, train_vits"] = (0.0, 0.1)  # accuracies (argmax)
 TOLERANCE["generalisation.in_context_learning.train_icl, train_icl_gpt"] = (1e-3, 0.07)  # 0-1 errors of 16 prompts
+TOLERANCE["generalisation.group_images.train_group_mlps"] = (0.0, 0.1)  # accuracies on 10 test points
 TOLERANCE["concept_learning.diffusion.concept_diffusion_experiment"] = (1e-2, 1e-3)  # sampled through 3 DDIM steps

@@ -88,6 +88,8 @@ def test_a_module_is_moved_in_place_and_draws_stay_on_the_cpu_generator():
     "lib.parts.generalisation.in_context_learning:train_icl_gpt",
     "lib.parts.generalisation.chain_of_thought:train_cot",
     "lib.parts.generalisation.cot_multilayer:train_multilayer_cot",
+    "lib.parts.generalisation.group_images:train_group_mlps",
+    "lib.parts.generalisation.gcn_sampling:train_sampled_gcn",
     "lib.parts.graph_networks.communities:run_sbm",
     "lib.parts.memorisation.noisy_recall:train_recall",
     "lib.parts.memorisation.ioi:train_ioi",
