@@ -219,6 +219,19 @@ def sampled_gcn(device):
     return out
 
 
+def walk_counting(device):
+    from lib.graphs import generators
+    from lib.parts.graph_networks import walk_counting as wc
+
+    G = generators.random_regular(3, 20, 0)
+    mask = wc.split_nodes(20, "parity", 10, seed=0)
+    out = {}
+    for model, K in (("gin", None), ("gamlp-A", 4), ("gamlp-A1", 4)):
+        r = wc.fit_counting_model(G, 2, model, mask=mask, width=8, lr=0.01, steps=10, K=K, **_kw(device))
+        out |= {f"{model}_pred": r["pred"], f"{model}_loss": r["loss"]}
+    return out
+
+
 def sbm(device):
     from lib.parts.graph_networks.communities import run_sbm
 
@@ -253,6 +266,7 @@ CASES = {
     "generalisation.chain_of_thought.train_cot, cot_multilayer.train_multilayer_cot": chain_of_thought,
     "generalisation.group_images.train_group_mlps": group_mlps,
     "generalisation.gcn_sampling.train_sampled_gcn": sampled_gcn,
+    "graph_networks.walk_counting.fit_counting_model": walk_counting,
     "graph_networks.communities.run_sbm": sbm,
     "induction_heads.trained_transformers.train_induction": induction,
 }

@@ -91,6 +91,8 @@ def test_a_module_is_moved_in_place_and_draws_stay_on_the_cpu_generator():
     "lib.parts.generalisation.group_images:train_group_mlps",
     "lib.parts.generalisation.gcn_sampling:train_sampled_gcn",
     "lib.parts.graph_networks.communities:run_sbm",
+    "lib.parts.graph_networks.walk_counting:fit_counting_model",
+    "lib.parts.graph_networks.walk_counting:counting_table",
     "lib.parts.memorisation.noisy_recall:train_recall",
     "lib.parts.memorisation.ioi:train_ioi",
     "lib.parts.memorisation.ioi:ioi_experiment",
