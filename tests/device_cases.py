@@ -104,6 +104,19 @@ def concept_classifier(device):
     return {"acc": acc, "probs": concept_probs(model, x).cpu().numpy()}
 
 
+def sim_mlps(device):
+    from lib.parts.concept_learning import deep_models, linear_gd, sim_data
+
+    X, _ = sim_data.sim_samples((1.0, 2.0), (0.1, 0.1), 4, 100, seed=0)
+    ws, bs = linear_gd.init_deep_linear(4, 4, 2, 8, K=2, bias=True, seed=0)
+    r = linear_gd.sgd_mlp_batched(X, weights=ws, biases=bs, lr=0.05, steps=20, batch_size=16, x_eval=X[:3],
+                                  record_every=[0, 10, 20], **_kw(device))
+    d = deep_models.deep_linear_sgd_run([1.0, 2.0], [0.1, 0.1], 2, 3, 4, n_seeds=2, lr=0.1, steps=10,
+                                        batch_size=16, n_per_cluster=20, **_kw(device))
+    return {"outputs": r["outputs"], "loss": r["loss"], "w0": r["weights"][0].numpy(), "ood": d["ood_loss"],
+            "train": d["train_loss"]}
+
+
 def graph_transformer(device):
     from lib.parts.generalisation import graph_transformers as gt
     from lib.parts.generalisation.settings import GT
@@ -256,6 +269,7 @@ CASES = {
     "lib.train.train_stacked (dict of tensors)": train_stacked_tensors,
     "concept_learning.diffusion.concept_diffusion_experiment": concept_diffusion,
     "concept_learning.diffusion.train_concept_classifier": concept_classifier,
+    "concept_learning.linear_gd.sgd_mlp_batched, deep_models.deep_linear_sgd_run": sim_mlps,
     "generalisation.graph_transformers.train_gt": graph_transformer,
     "generalisation.shallow_vits.train_vit, sparsification_runs, sigma_map": vit,
     "memorisation.noisy_recall.recall_experiment, train_recall": noisy_recall,

@@ -76,6 +76,8 @@ def test_a_module_is_moved_in_place_and_draws_stay_on_the_cpu_generator():
     "lib.parts.concept_learning.diffusion:concept_diffusion_experiment",
     "lib.parts.concept_learning.diffusion:train_ensemble",
     "lib.parts.concept_learning.diffusion:train_concept_classifier",
+    "lib.parts.concept_learning.linear_gd:sgd_mlp_batched",
+    "lib.parts.concept_learning.deep_models:deep_linear_sgd_run",
     "lib.parts.generalisation.graph_transformers:train_gt",
     "lib.parts.generalisation.graph_transformers:train_gt_graphs",
     "lib.parts.generalisation.shallow_vits:train_vit",
