@@ -228,6 +228,8 @@ def _device_name(dev) -> str:
 
     if dev.type == "cuda":
         return torch.cuda.get_device_name(dev)
+    if dev.type == "mps":
+        return "Apple MPS"
     return f"CPU ({platform.processor() or platform.machine()}, {os.cpu_count()} cores)"
 
 
