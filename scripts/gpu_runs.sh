@@ -7,7 +7,8 @@
 #
 #   scripts/gpu_runs.sh [NAME ...]        default: the CUDA tests, then every named run
 #   BUDGET_S=540 scripts/gpu_runs.sh      start no new chunk after BUDGET_S seconds (default 540: under 10 minutes)
-#   PIECE_S=120                           a new piece is started only with at least this many seconds left
+#   PIECE_S=300                           a new piece is started only with at least this many seconds left
+#                                         (set it to about the longest piece: python -m lib.paper_scale --list)
 #   SKIP_TESTS=1                          skip the CUDA test module
 #   SMOKE=1                               the runs' tiny configurations (a dry run of this script on a CPU)
 # Results go to $OUT/results (when OUT is set; else book/paper_scale/results), logs to $OUT (or _build/gpu_runs).
@@ -18,7 +19,7 @@ PY=${PY:-.venv/bin/python}
 test -x "$PY" || PY=python3
 export PYTHONPATH=$PWD
 BUDGET_S=${BUDGET_S:-540}
-PIECE_S=${PIECE_S:-120}
+PIECE_S=${PIECE_S:-300}
 LOGS=${OUT:-_build/gpu_runs}
 RESULTS=${OUT:+$OUT/results}
 RESULTS=${RESULTS:-book/paper_scale/results}
