@@ -113,3 +113,49 @@ def test_device_defaults_to_cpu(fn):
     mod, _, name = fn.partition(":")
     param = inspect.signature(getattr(importlib.import_module(mod), name)).parameters["device"]
     assert param.default == "cpu"
+
+
+#: the last commit before ``device`` existed: the defaults must reproduce its results bit for bit
+BASE_COMMIT = "c65aadb"
+FAST_CASES = ["lib.train.train (module, SGD-momentum)", "lib.train.train (dict of tensors, Adam)",
+              "lib.train.train_stacked (modules, AdamW)", "lib.train.train_stacked (dict of tensors)",
+              "generalisation.graph_transformers.train_gt"]  # all cases agreed when device was added; these stay
+_RUN = """
+import sys, numpy as np
+sys.path.insert(0, sys.argv[2])
+import device_cases
+out = {}
+for name in sys.argv[3:]:
+    for k, v in device_cases.CASES[name](None).items():
+        out[name + "|" + k] = np.asarray(v)
+np.savez(sys.argv[1], **out)
+"""
+
+
+def test_defaults_reproduce_the_code_before_device_bit_for_bit(tmp_path):
+    """The same small runs, without ``device``, on this commit's lib and on the lib of BASE_COMMIT."""
+    import io
+    import os
+    import subprocess
+    import sys
+    import tarfile
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    try:
+        tar = subprocess.run(["git", "archive", BASE_COMMIT, "lib"], cwd=root, capture_output=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("the git history with the code before device is not available")
+    old = tmp_path / "old"
+    with tarfile.open(fileobj=io.BytesIO(tar)) as tf:
+        tf.extractall(old, filter="data")
+    (tmp_path / "run.py").write_text(_RUN)
+    results = {}
+    for label, lib_root in (("old", old), ("new", root)):
+        env = dict(os.environ, PYTHONPATH=str(lib_root))
+        subprocess.run([sys.executable, str(tmp_path / "run.py"), str(tmp_path / f"{label}.npz"),
+                        str(root / "tests"), *FAST_CASES], cwd=tmp_path, env=env, check=True)
+        results[label] = np.load(tmp_path / f"{label}.npz")
+    assert sorted(results["old"].files) == sorted(results["new"].files)
+    for key in results["old"].files:
+        assert np.array_equal(results["old"][key], results["new"][key], equal_nan=True), key
