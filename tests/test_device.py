@@ -1,5 +1,5 @@
 """``device`` on the CPU: every function of lib that takes it gives, with ``device="cpu"``, bit for bit what it
-gives without the argument (the book's default), and ``device`` is checked by one helper,
+gives without the argument (the book's default), and ``device`` is checked by one function,
 :func:`lib.config.check_device`. The same small runs are compared on a GPU in tests/test_cuda.py."""
 
 import numpy as np
