@@ -8,6 +8,8 @@
 #   make lab         set up .venv and start JupyterLab on the notebooks (the .md chapters open as notebooks)
 #   make test-browser   the browser test of the built book (_build/html) in headless Chromium, network blocked
 #   make pdf         the whole book as one PDF (_build/pdf/book.pdf), printed by Chromium from _build/html
+#   make paper-scale NAME=...   a named paper-scale run (lib.paper_scale) on the best device, resumable;
+#                    NAME=list lists them with their cost; SMOKE=1 its tiny configuration
 #   make student     the student edition: the HTML with solutions hidden (_build/student/_build/html) and .ipynb
 #                    copies of the chapters without their solutions (_build/student/notebooks); quick mode by default
 
@@ -26,7 +28,8 @@ export PYTHONHASHSEED := 0
 # Builds start from an empty sweep cache (lib.sweep) unless KEEP_CACHE=1 (e.g. `make test KEEP_CACHE=1`).
 CLEAR_CACHE = $(if $(filter 1 yes true,$(KEEP_CACHE)),@echo "KEEP_CACHE=$(KEEP_CACHE): keeping the sweep cache",$(PY) -m lib.sweep clear)
 
-.PHONY: book test test-full notebooks lint format-chapters unit clean setup benchmark lab test-browser pdf student
+.PHONY: book test test-full notebooks lint format-chapters unit clean setup benchmark lab test-browser pdf student \
+	paper-scale
 
 setup: $(STAMP) $(NODE_STAMP)
 
@@ -102,6 +105,10 @@ benchmark: $(STAMP)
 	$(PY) benchmarks/bench_train.py
 	$(PY) benchmarks/bench_growth.py
 	$(PY) benchmarks/book_table.py
+
+paper-scale: $(STAMP)
+	@test -n "$(NAME)" || { echo "make paper-scale NAME=<run> (NAME=list lists them)"; exit 2; }
+	$(if $(filter list,$(NAME)),$(PY) -m lib.paper_scale --list,$(PY) -m lib.paper_scale $(NAME) $(if $(SMOKE),--smoke))
 
 clean:
 	rm -rf _build .cache

@@ -175,6 +175,41 @@ def check_seed(name: str, value) -> None:
     check_int(name, value, minimum=0, maximum=2**32 - 1)
 
 
+def check_device(name: str, value):
+    """The ``torch.device`` named by ``value``: ``"cpu"``, ``"cuda"``, ``"cuda:N"``, ``"mps"`` or a ``torch.device``
+    of those types. Raises ``ValueError`` naming the argument otherwise, and when the device is not available here
+    (CUDA requested on a machine without it, or ``cuda:N`` beyond the GPUs present; MPS off Apple silicon).
+
+    Every function of the book that trains a torch model takes ``device`` (default ``"cpu"``) and checks it here;
+    randomness is drawn from seeded CPU generators and moved to the device, and results come back on the CPU."""
+    import torch
+
+    if isinstance(value, bool) or not isinstance(value, (str, torch.device)):
+        raise ValueError(f"{name} must be 'cpu', 'cuda', 'cuda:N', 'mps' or a torch.device, got {value!r}")
+    try:
+        dev = torch.device(value)
+    except (RuntimeError, ValueError):
+        raise ValueError(f"{name} must be 'cpu', 'cuda', 'cuda:N', 'mps' or a torch.device, got {value!r}") from None
+    if dev.type not in ("cpu", "cuda", "mps") or (dev.type == "cpu" and dev.index not in (None, 0)):
+        raise ValueError(f"{name} must be 'cpu', 'cuda', 'cuda:N', 'mps' or a torch.device, got {value!r}")
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError(f"{name} is {value!r} but CUDA is not available on this machine (torch "
+                             f"{torch.__version__}, built with CUDA {torch.version.cuda}); use device='cpu'")
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise ValueError(f"{name} is {value!r} but this machine has {torch.cuda.device_count()} CUDA device(s)")
+    if dev.type == "mps" and not (hasattr(torch.backends, "mps") and torch.backends.mps.is_available()):
+        raise ValueError(f"{name} is {value!r} but MPS is not available on this machine; use device='cpu'")
+    return torch.device("cpu") if dev.type == "cpu" else dev
+
+
+def best_device() -> str:
+    """``"cuda"`` when a CUDA GPU is available, else ``"cpu"`` (the device a paper-scale run picks by default)."""
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
 def check_callable(name: str, value) -> None:
     """Raise ``ValueError`` unless ``value`` is callable."""
     if not callable(value):

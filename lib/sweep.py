@@ -2,7 +2,8 @@
 
 **Key.** A result is cached under the SHA-256 of
 
-* the sweep's name and its configuration (canonical JSON: sorted keys, arrays as lists with their dtype);
+* the sweep's name and its configuration (canonical JSON: sorted keys, arrays as lists with their dtype; a
+  ``torch.device`` as its name, so ``device`` keys a run like any other value);
 * the source of every ``.py`` file of this package (``lib/**``), so an edit anywhere in the library invalidates
   every entry;
 * the cached function's own code: its source, or, where no source can be read (a function typed into a notebook
@@ -86,6 +87,9 @@ def _jsonable(obj):
         return obj.item()
     if isinstance(obj, (str, int, float, bool)) or obj is None:
         return obj
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(obj, torch.device):  # a ``device`` argument: keyed as its name
+        return str(obj)
     raise ValueError(f"config values must be JSON-like (numbers, strings, lists, dicts, arrays); got {type(obj)}")
 
 

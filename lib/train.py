@@ -23,7 +23,7 @@ import torch
 from torch.func import functional_call, stack_module_state
 
 from . import _optim
-from .config import check_bool, check_int, check_positive
+from .config import check_bool, check_device, check_int, check_positive
 
 OPTIMIZERS = _optim.OPTIMIZERS
 
@@ -111,6 +111,23 @@ def _named_leaves(params, frozen) -> list[tuple[str, torch.Tensor]]:
     return out
 
 
+def _check_on(name: str, tensors, dev: torch.device) -> None:
+    """Raise ``ValueError`` unless every tensor lives on ``dev`` (``cuda`` matches the current ``cuda:N``)."""
+    for t in tensors:
+        here = t.device
+        if here.type != dev.type or (dev.index is not None and here.index not in (dev.index, None)):
+            raise ValueError(f"{name} are on {here} but device is {dev}: move them with .to(device) first "
+                             "(tensors are trained in place, so they cannot be moved here)")
+
+
+def _to_cpu(value):
+    """A recorded statistic as the CPU sees it: a tensor on another device comes back to the CPU (detached);
+    anything else, CPU tensors included, is returned as it is, so CPU runs keep their exact values."""
+    if isinstance(value, torch.Tensor) and value.device.type != "cpu":
+        return value.detach().cpu()
+    return value
+
+
 def _iterate(steps: int, progress):
     if progress is not None:
         check_bool("progress", progress)
@@ -145,6 +162,7 @@ def train(
     nesterov: bool = False,
     clip_norm: float | None = None,
     frozen=(),
+    device="cpu",
 ) -> TrainResult:
     """Train ``params`` by gradient descent, SGD (with momentum), Adam or AdamW, recording a history.
 
@@ -181,8 +199,14 @@ def train(
         clip_norm: clip the gradient to this global norm before the update (``clip_grad_norm_`` semantics).
         frozen: names of parameters (module parameter names or dict keys) that get no update; they keep their
             values bit for bit. Module parameters with ``requires_grad=False`` are frozen anyway.
+        device: where to train (``"cpu"``, ``"cuda"``, ``"cuda:N"``, ``"mps"``; :func:`lib.config.check_device`).
+            A module is moved there (``module.to(device)``, in place); a tensor or dict of tensors must already
+            be there (it is updated in place, so it cannot be moved). ``loss_fn`` and ``batch_fn`` must give
+            tensors on that device; ``generator`` stays a CPU generator (draw on the CPU, then ``.to(device)``,
+            so a seed gives the same numbers on every device). The history comes back as CPU NumPy arrays.
     """
     check_int("steps", steps, minimum=0)
+    dev = check_device("device", device)
     recorded = _optim.record_test(record_every)
     _optim.check_options(lr=lr, optimizer=optimizer, momentum=momentum, nesterov=nesterov, weight_decay=weight_decay,
                          adam_betas=adam_betas, clip_norm=clip_norm, divergence_bound=divergence_bound,
@@ -190,7 +214,10 @@ def train(
                          divergence_growth=divergence_growth)
     if not callable(loss_fn):
         raise ValueError("loss_fn must be callable")
+    if isinstance(params, torch.nn.Module):
+        params.to(dev)  # in place; a no-op for a module already there
     leaves = [p for _, p in _named_leaves(params, frozen)]
+    _check_on("params", leaves, dev)
     for p in leaves:
         p.requires_grad_(True)
     schedule = schedule or constant()
@@ -219,7 +246,7 @@ def train(
         with torch.no_grad():
             stats = record(params, step)
         for k, v in stats.items():
-            history.setdefault(k, []).append(v)
+            history.setdefault(k, []).append(_to_cpu(v))
 
     loss0 = None
     growing = _optim.GrowthTest(divergence_growth)
@@ -354,6 +381,7 @@ def train_stacked(
     nesterov: bool = False,
     clip_norm: float | None = None,
     frozen=(),
+    device="cpu",
 ) -> StackedResult:
     """Train K independent copies of one small model at once: :func:`train` vectorised over a model axis.
 
@@ -381,8 +409,15 @@ def train_stacked(
             ``divergence_factor``, ``divergence_growth``, ``progress``, ``generator``, ``adam_betas``,
             ``weight_decay``, ``momentum``, ``nesterov``, ``clip_norm``, ``frozen``: as for :func:`train`
             (``clip_norm`` clips each model's own gradient norm).
+        device: where to train (:func:`lib.config.check_device`). A list of modules is stacked and the stack
+            moved there (the trained parameters are copied back into the modules, wherever they are); a dict of
+            stacked tensors must already be there (it is updated in place). ``batch_fn`` must return tensors on
+            that device, drawn from the CPU ``generator`` and moved (the same seed gives the same batches on every
+            device). ``params`` and ``buffers`` of the result stay on ``device``; the history and the divergence
+            flags are CPU NumPy arrays.
     """
     check_int("steps", steps, minimum=0)
+    dev = check_device("device", device)
     recorded = _optim.record_test(record_every)
     _optim.check_options(lr=lr, optimizer=optimizer, momentum=momentum, nesterov=nesterov, weight_decay=weight_decay,
                          adam_betas=adam_betas, clip_norm=clip_norm, divergence_bound=divergence_bound,
@@ -392,6 +427,10 @@ def train_stacked(
         raise ValueError("loss_fn (and record, if given) must be callable")
     check_bool("shared_batch", shared_batch)
     params, buffers, trainable, base, K = _stack(models_or_params, frozen)
+    if base is not None:  # stacked copies: move them (a no-op on the CPU)
+        params = {n: v.to(dev) for n, v in params.items()}
+        buffers = {n: v.to(dev) for n, v in buffers.items()}
+    _check_on("models_or_params", [*params.values(), *buffers.values()], dev)
     names = [n for n in params if n in trainable]
     leaves = [params[n].requires_grad_(True) for n in names]
     schedule = schedule or constant()
@@ -423,13 +462,13 @@ def train_stacked(
         return losses
 
     history: dict[str, list] = {"step": [], "loss": [], "lr": []}
-    div = torch.zeros(K, dtype=torch.bool)
+    div = torch.zeros(K, dtype=torch.bool, device=dev)
     div_step = np.full(K, -1)
     anchor: dict = {}
 
     def mask_dead(values, step):
         """NaN for the models that diverged before ``step`` (floating values with a leading K axis)."""
-        values = torch.as_tensor(values).detach().clone()
+        values = _to_cpu(torch.as_tensor(values)).detach().clone()
         dead = torch.as_tensor((div_step >= 0) & (div_step < step))
         if values.is_floating_point() and values.ndim >= 1 and values.shape[0] == K and dead.any():
             values[dead] = float("nan")
@@ -456,7 +495,7 @@ def train_stacked(
         new = (bad | _optim.loss_blew_up(lv, loss0, divergence_factor)) & ~div
         if new.any():
             div |= new
-            div_step[new.numpy()] = step
+            div_step[new.cpu().numpy()] = step
             with torch.no_grad():
                 for n, p in zip(names, leaves):
                     keep = new.view(-1, *([1] * (p.ndim - 1)))
@@ -486,5 +525,5 @@ def train_stacked(
                         p.copy_(params[n][k])
     out = {k: np.stack(v) if k not in ("step", "lr") else np.asarray(v) for k, v in history.items()}
     params = {n: v.detach() for n, v in params.items()}
-    return StackedResult(params=params, buffers=buffers, history=out, diverged=div.numpy().copy(),
+    return StackedResult(params=params, buffers=buffers, history=out, diverged=div.cpu().numpy().copy(),
                          diverged_step=div_step)

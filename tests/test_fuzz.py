@@ -343,6 +343,9 @@ CASES = [
     C(communities.block_operator, "n:count operator:option kappa:real", [EDGES4], 4, "A"),
     C(communities.power_features, "n:count operator:option K:count", [EDGES4], 4, "A", 2),
     C(communities.spectral_partition, "n:count method:option", EDGES4, 4, "adjacency"),
+    C(communities.paired_difference, "first:array second:array", [0.5, 0.6, 0.7], [0.4, 0.6, 0.5]),
+    C(communities.beats, "first:array second:array", [0.5, 0.6, 0.7], [0.4, 0.6, 0.5]),
+    C(communities.comparable, "first:array second:array", [0.5, 0.6, 0.7], [0.4, 0.6, 0.5]),
     C(walk_counting.parity_features, "n:count", 4),
     C(walk_counting.blue_walk_labels, "length:count", G6, 2),
     C(walk_counting.split_nodes, "n:count rule:option n_train:count seed:seed", 6, "first", 3),
@@ -595,8 +598,8 @@ chapter: note_widget_frames setup
 claims: ClaimsTable badge chapter coverage exponent_rule exponent_status
     failed_preconditions load_manifest load_manifests
     normalise_source record source_mentions status table_html tex_html
-config: check_bool check_callable check_finite check_in check_int check_int_array check_range check_seed
-    check_shape pick
+config: check_bool check_callable check_device check_finite check_in check_int check_int_array check_range
+    check_seed check_shape pick
 curvature: HessianOperator flatten_module top_eigenpairs
 curves: attention_mass_by_type
 data.gmm: gaussian_mixture rotated_covariance teacher_labels teacher_probability
@@ -610,6 +613,7 @@ graphs.walks: attributed_walk_counts brute_force_walk_counts walk_type_counts
 graphs.wl: colour_multiset node_features wl_colours_batch
 maps: cobweb
 models.cnn: ConceptCNN
+paper_scale: code_files code_hash ledger load_result piece_status result_state run
 models.gnn: edge_index_of neighbour_sum
 models.hf: load_pretrained tiny_gpt_neox
 models.laser: laser

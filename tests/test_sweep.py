@@ -76,6 +76,17 @@ def test_config_key_depends_on_config_and_version():
     assert k1 != sweep.config_key("a", {"x": 1, "y": [1, 2]}, "v2")
 
 
+def test_device_enters_the_key_by_its_name():
+    import torch
+
+    base = sweep.config_key("a", {"x": 1}, "v1")
+    cpu = sweep.config_key("a", {"x": 1, "device": "cpu"}, "v1")
+    cuda = sweep.config_key("a", {"x": 1, "device": "cuda"}, "v1")
+    assert len({base, cpu, cuda}) == 3
+    assert sweep.config_key("a", {"x": 1, "device": torch.device("cuda")}, "v1") == cuda
+    assert sweep.config_key("a", {"x": 1, "device": torch.device("cpu")}, "v1") == cpu
+
+
 @pytest.mark.parametrize(
     "call,arg",
     [

@@ -51,5 +51,6 @@ def induction_key_mask(tokens: torch.Tensor) -> torch.Tensor:
     B, T = tokens.shape
     prev = torch.cat([torch.full_like(tokens[:, :1], -1), tokens[:, :-1]], dim=1)  # x_{k-1}, -1 for k = 0
     same = tokens[:, :, None] == prev[:, None, :]
-    k_le_i = torch.arange(T)[None, :] <= torch.arange(T)[:, None]
+    ar = torch.arange(T, device=tokens.device)
+    k_le_i = ar[None, :] <= ar[:, None]
     return same & k_le_i[None] & (prev[:, None, :] >= 0)

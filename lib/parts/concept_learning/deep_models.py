@@ -436,7 +436,7 @@ def deep_linear_population_run(mu, sigma, d: int, depth: int, width: int, *, n_s
 
 
 def deep_linear_sgd_run(mu, sigma, d: int, depth: int, width: int, *, n_seeds: int, lr: float, steps: int,
-                        batch_size: int = 128, n_per_cluster: int = 5000, seed: int = 0) -> dict:
+                        batch_size: int = 128, n_per_cluster: int = 5000, seed: int = 0, device="cpu") -> dict:
     """Sec. 3.3 / App. F.1 under SGD: the networks of :func:`deep_linear_population_run` (bias-free, PyTorch-default
     initialisation, model ``k`` from seed ``seed + k``) trained by minibatch SGD on *sampled* unrotated SIM data.
 
@@ -447,7 +447,8 @@ def deep_linear_sgd_run(mu, sigma, d: int, depth: int, width: int, *, n_seeds: i
     ``1/2 ||W x_hat - x_hat||^2``. Recorded at :func:`default_record_steps`.
 
     Returns ``steps`` (R,), ``output`` (R, n_seeds, d) at the OOD point, ``ood_loss``, ``train_loss`` (on the whole
-    training sample) and ``heldout_loss`` (R, n_seeds), ``diverged`` (n_seeds,).
+    training sample) and ``heldout_loss`` (R, n_seeds), ``diverged`` (n_seeds,). ``device``: where the networks
+    train (:func:`~lib.parts.concept_learning.linear_gd.sgd_mlp_batched`).
     """
     check_int("n_seeds", n_seeds, minimum=1)
     check_int("n_per_cluster", n_per_cluster, minimum=1)
@@ -458,7 +459,7 @@ def deep_linear_sgd_run(mu, sigma, d: int, depth: int, width: int, *, n_seeds: i
                                       seeds=[s + HELDOUT_SEED_OFFSET for s in seeds])["X"]
     ws, _ = init_deep_linear(d, d, depth, width, K=n_seeds, seed=seed)
     res = sgd_mlp_batched(train, weights=ws, lr=lr, steps=steps, batch_size=batch_size, x_eval=np.eye(d),
-                          record_every=default_record_steps(steps), seed=seed)
+                          record_every=default_record_steps(steps), seed=seed, device=device)
     # outputs (K, R, d, d): row j is W e_j, so W = outputs^T
     R = np.swapaxes(res["outputs"], -1, -2) - np.eye(d)
 

@@ -32,7 +32,16 @@ import numpy as np
 import torch
 from torch.func import functional_call, stack_module_state
 
-from lib.config import check_array, check_finite, check_int, check_positive, check_range, check_seed, check_shape
+from lib.config import (
+    check_array,
+    check_device,
+    check_finite,
+    check_int,
+    check_positive,
+    check_range,
+    check_seed,
+    check_shape,
+)
 from lib.curves import distance_rebound, hitting_time, running_median
 from lib.stats import bootstrap_paired_mean
 from lib.train import train_stacked
@@ -94,7 +103,7 @@ def ddim_sample(eps_fn, schedule: VPSchedule, noise: torch.Tensor, cond: torch.T
     if clip is not None:
         check_positive("clip", clip)
     check_shape("cond", cond, (noise.shape[0], None))
-    ts = torch.linspace(1.0, 0.0, steps + 1, dtype=noise.dtype)
+    ts = torch.linspace(1.0, 0.0, steps + 1, dtype=noise.dtype, device=noise.device)
     z = noise
     x_hat = None
     for i in range(steps + 1):
@@ -160,7 +169,7 @@ def train_ensemble(models: list[torch.nn.Module], images: torch.Tensor, cond: to
                    weight_decay: float = 0.01, checkpoints=(), prompt: torch.Tensor | None = None,
                    noise: torch.Tensor | None = None, readout=None, sample_steps: int = 25, keep_images: int = 8,
                    seed: int = 0, progress=None, trim_every: int = 200, data_range: str = "symmetric",
-                   fresh_noise_seed: int | None = None) -> dict:
+                   fresh_noise_seed: int | None = None, device="cpu") -> dict:
     """Train K denoisers (model k on ``images[k]``, ``cond[k]``) with AdamW on :func:`diffusion_loss`.
 
     Args:
@@ -177,12 +186,17 @@ def train_ensemble(models: list[torch.nn.Module], images: torch.Tensor, cond: to
         keep_images: how many of the sampled images per model and checkpoint to keep (float16, in [0, 1]).
         trim_every: every that many steps, return freed memory to the system (:func:`release_freed_memory`;
             0 never): without it the resident memory of a long run grows to several GB.
+        device: where to train and sample (:func:`lib.config.check_device`): the data, the stacked models and
+            the sampling noise are moved there; every minibatch, diffusion time and noise is drawn on the CPU from
+            the seeded generator and moved, so a seed gives the same draws on every device. ``readout`` gets
+            images on that device. The returned arrays (and state dicts) are on the CPU.
 
     Returns a history dict of NumPy arrays: ``step`` (steps,), ``loss`` (steps, K), ``lr`` (steps,),
     ``checkpoint`` (P,), ``concepts`` (P, K, n, heads) per-sample coordinates, ``images`` (P, K, keep, C, S, S),
     ``seconds`` (wall time). Non-finite losses mark a model as diverged (``diverged`` (K,) bool) instead of raising.
     """
     K = len(models)
+    dev = check_device("device", device)
     check_int("steps", steps, minimum=1)
     check_int("batch_size", batch_size, minimum=1)
     check_int("sample_steps", sample_steps, minimum=1)
@@ -206,8 +220,13 @@ def train_ensemble(models: list[torch.nn.Module], images: torch.Tensor, cond: to
         check_shape("prompt", prompt, (K, cond.shape[-1]))
     schedule = schedule or VPSchedule()
     ens = Ensemble(models)  # the stacked forward pass used for sampling at the checkpoints
+    ens.params = {k: v.to(dev) for k, v in ens.params.items()}  # no-ops on the CPU
+    ens.buffers = {k: v.to(dev) for k, v in ens.buffers.items()}
+    images, cond = images.to(dev), cond.to(dev)
+    prompt = None if prompt is None else prompt.to(dev)
+    noise = None if noise is None else noise.to(dev)
     N = images.shape[1]
-    ar = torch.arange(K)[:, None]
+    ar = torch.arange(K, device=dev)[:, None]
     hist = {"checkpoint": [], "concepts": [], "images": []}
     start = time.perf_counter()
     noise_gen = None if fresh_noise_seed is None else torch.Generator().manual_seed(int(fresh_noise_seed))
@@ -215,7 +234,7 @@ def train_ensemble(models: list[torch.nn.Module], images: torch.Tensor, cond: to
     def evaluate(step, params):
         ens.params = params
         n = noise.shape[0]
-        z0 = noise if noise_gen is None else torch.randn(noise.shape, generator=noise_gen, dtype=noise.dtype)
+        z0 = noise if noise_gen is None else torch.randn(noise.shape, generator=noise_gen, dtype=noise.dtype).to(dev)
         z = z0.expand(K, *noise.shape)
         c = prompt[:, None, :].expand(K, n, prompt.shape[-1])
         eps_fn = lambda zz, tt, cc: ens.eps(zz.view(K, n, *zz.shape[1:]), tt.view(K, n),  # noqa: E731
@@ -226,14 +245,14 @@ def train_ensemble(models: list[torch.nn.Module], images: torch.Tensor, cond: to
             img = (((x + 1) / 2) if data_range == "symmetric" else x).clamp(0, 1)
             coords = readout(img).reshape(K, n, -1)
         hist["checkpoint"].append(step)
-        hist["concepts"].append(coords.numpy())
-        hist["images"].append(img.reshape(K, n, *img.shape[1:])[:, :keep_images].numpy().astype(np.float16))
+        hist["concepts"].append(coords.cpu().numpy())
+        hist["images"].append(img.reshape(K, n, *img.shape[1:])[:, :keep_images].cpu().numpy().astype(np.float16))
 
     def batch(step, gen):  # model k: a fresh minibatch of its own images, diffusion times and noise
-        idx = torch.randint(N, (K, batch_size), generator=gen)
+        idx = torch.randint(N, (K, batch_size), generator=gen).to(dev)  # drawn on the CPU, then moved
         x, c = images[ar, idx], cond[ar, idx]
-        t = torch.rand(K, batch_size, generator=gen, dtype=x.dtype)
-        eps = torch.randn(x.shape, generator=gen, dtype=x.dtype)
+        t = torch.rand(K, batch_size, generator=gen, dtype=x.dtype).to(dev)
+        eps = torch.randn(x.shape, generator=gen, dtype=x.dtype).to(dev)
         alpha, sigma = schedule.alpha_sigma(t[..., None, None, None])
         return alpha * x + sigma * eps, t, c, eps
 
@@ -253,7 +272,7 @@ def train_ensemble(models: list[torch.nn.Module], images: torch.Tensor, cond: to
 
     res = train_stacked(models, loss, lr=lr, steps=steps, optimizer="adamw", weight_decay=weight_decay,
                         batch_fn=batch, generator=torch.Generator().manual_seed(int(seed)), callbacks=[after_update],
-                        progress=bool(progress))
+                        progress=bool(progress), device=dev)
     # train_stacked logs the loss of each step's batch before its update, and one more batch after the last update
     out = {k: np.asarray(v) for k, v in hist.items()}
     out["step"] = res.history["step"][:-1] + 1
@@ -261,7 +280,7 @@ def train_ensemble(models: list[torch.nn.Module], images: torch.Tensor, cond: to
     out["lr"] = np.full(len(out["step"]), lr)
     out["diverged"] = res.diverged
     out["seconds"] = time.perf_counter() - start
-    out["state_dicts"] = res.state_dicts()
+    out["state_dicts"] = [{k: v.cpu() for k, v in sd.items()} for sd in res.state_dicts()]
     return out
 
 
@@ -275,12 +294,13 @@ def log_checkpoints(first: int, last: int, n: int) -> list[int]:
 
 
 def train_concept_classifier(*, image_size: int = 8, variant: str = "easy", steps: int = 600, n: int = 60,
-                             seed: int = 0, deltas=None):
+                             seed: int = 0, deltas=None, device="cpu"):
     """Train the concept read-out (``lib.models.cnn.ConceptCNN``, heads = colour, size) on all four classes.
 
     The colour signal of the training images is spread over ``deltas`` (default 18 values in [0.05, 0.9]) so one
     classifier reads out every signal level; ``n`` images per class and level. Returns ``(model, accuracy)``
-    with the held-out accuracy per head (2,) on fresh images.
+    with the held-out accuracy per head (2,) on fresh images. ``device``: where to train (the model is returned
+    there; the data and minibatch draws are made on the CPU and moved; the accuracy is a CPU array).
     """
     import torch.nn.functional as F
 
@@ -288,6 +308,7 @@ def train_concept_classifier(*, image_size: int = 8, variant: str = "easy", step
     from lib.parts.concept_learning.shapes import CLASSES, circles_color_size
     from lib.train import train
 
+    dev = check_device("device", device)
     deltas = np.linspace(0.05, 0.9, 18) if deltas is None else np.asarray(deltas, float)
 
     def data(s, m):
@@ -300,11 +321,12 @@ def train_concept_classifier(*, image_size: int = 8, variant: str = "easy", step
         return torch.tensor(np.concatenate(xs), dtype=torch.float32), torch.tensor(np.concatenate(ls))
 
     x, lab = data(2 * seed + 1, n)
+    x, lab = x.to(dev), lab.to(dev)
     torch.manual_seed(seed)
     model = ConceptCNN(CNNConfig(channels=(16, 16, 32))).float()  # float32 whatever torch's default dtype
 
     def batch(step, gen):  # a fresh minibatch of 128 images every step
-        idx = torch.randint(len(x), (128,), generator=gen)
+        idx = torch.randint(len(x), (128,), generator=gen).to(dev)
         return x[idx], lab[idx]
 
     def loss(m, b):  # cross-entropy summed over the two heads (colour, size)
@@ -312,10 +334,10 @@ def train_concept_classifier(*, image_size: int = 8, variant: str = "easy", step
 
     model.train()
     train(model, loss, lr=1e-3, steps=steps, optimizer="adamw", weight_decay=0.01, batch_fn=batch,
-          generator=torch.Generator().manual_seed(int(seed)), record_every=max(steps, 1))
+          generator=torch.Generator().manual_seed(int(seed)), record_every=max(steps, 1), device=dev)
     model.eval()
     xt, lt = data(2 * seed + 2, max(n // 3, 4))
-    acc = ((concept_probs(model, xt) > 0.5).long() == lt).float().mean(0).numpy()
+    acc = ((concept_probs(model, xt.to(dev)) > 0.5).long() == lt.to(dev)).float().mean(0).cpu().numpy()
     return model, acc
 
 
@@ -326,7 +348,7 @@ def concept_diffusion_experiment(deltas=(0.1, 0.8), seeds=(0,), image_size: int 
                                  sample_steps: int = 20, classifier_steps: int = 600, noise_seed: int = 1234,
                                  progress=None, threads: int = 1, data_range: str = "symmetric",
                                  zero_init: bool = False, residual_out: bool = False,
-                                 fresh_noise: bool = False) -> dict:
+                                 fresh_noise: bool = False, device: str = "cpu") -> dict:
     """Train one conditional denoiser per (colour signal, seed) on the classes 00, 01, 10 and read out the
     held-out prompt (blue, small) in concept space at log-spaced checkpoints (Yang et al. 2025, Fig. 6).
 
@@ -340,6 +362,11 @@ def concept_diffusion_experiment(deltas=(0.1, 0.8), seeds=(0,), image_size: int 
     ``data_range="unit"`` trains on images in [0, 1] instead of [-1, 1]; ``zero_init`` and ``residual_out`` are
     the U-Net options of ``lib.models.unet.UNetConfig``; ``fresh_noise`` samples every checkpoint from a fresh
     starting noise instead of the same one.
+
+    ``device`` (``"cpu"``, ``"cuda"``, ...; :func:`lib.config.check_device`): where the classifier and the
+    denoisers train and sample. Initial weights, data and every random draw are made on the CPU from the same
+    seeds and moved there, and the returned arrays are CPU NumPy arrays, so a result looks the same whatever the
+    device (equal up to floating-point round-off, not bit for bit, across devices).
     """
     from lib.models.cnn import concept_probs
     from lib.models.unet import CondUNet, UNetConfig
@@ -355,8 +382,9 @@ def concept_diffusion_experiment(deltas=(0.1, 0.8), seeds=(0,), image_size: int 
             raise ValueError(f"{name} must be a bool, got {value!r}")
     start = time.perf_counter()
     check_int("threads", threads, minimum=1)
+    dev = check_device("device", device)
     torch.set_num_threads(threads)
-    clf, acc = train_concept_classifier(image_size=image_size, variant=variant, steps=classifier_steps)
+    clf, acc = train_concept_classifier(image_size=image_size, variant=variant, steps=classifier_steps, device=dev)
     runs = [(d, s) for d in deltas for s in seeds]
     imgs, conds, prompts, models = [], [], [], []
     for d, s in runs:
@@ -375,7 +403,7 @@ def concept_diffusion_experiment(deltas=(0.1, 0.8), seeds=(0,), image_size: int 
                           checkpoints=log_checkpoints(first_checkpoint, steps, n_checkpoints),
                           prompt=torch.stack(prompts), noise=noise, readout=lambda im: concept_probs(clf, im),
                           sample_steps=sample_steps, seed=12_345, progress=progress, data_range=data_range,
-                          fresh_noise_seed=noise_seed + 1 if fresh_noise else None)
+                          fresh_noise_seed=noise_seed + 1 if fresh_noise else None, device=dev)
     D, R = len(deltas), len(seeds)
     P = len(hist["checkpoint"])
     return dict(

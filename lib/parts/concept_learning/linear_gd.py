@@ -17,7 +17,7 @@ import math
 import numpy as np
 import torch
 
-from lib.config import check_bool, check_in, check_int, check_positive, check_seed
+from lib.config import check_bool, check_device, check_in, check_int, check_positive, check_seed
 from lib.models.mlp import _layer_sizes
 from lib.train import train_stacked
 
@@ -341,6 +341,7 @@ def sgd_mlp_batched(
     seed: int = 0,
     divergence_bound: float = 1e8,
     progress: bool = False,
+    device="cpu",
 ) -> dict:
     """Online minibatch SGD on the loss (2.1) for ``K`` MLPs at once, by :func:`lib.train.train_stacked`.
 
@@ -361,6 +362,8 @@ def sgd_mlp_batched(
         record_every: record every this many steps, or a collection of the steps to record; the last step is
             always recorded (and the step at which a model diverges).
         seed: seed of model 0's minibatch stream; progress: show a tqdm bar.
+        device: where to train (:func:`lib.config.check_device`); the data and initial layers are moved there,
+            the shuffles drawn on the CPU; the final ``weights``/``biases`` come back on the CPU.
 
     Returns:
         dict with ``step`` ``(R,)``, ``loss`` ``(K, R)`` (minibatch loss at the recorded steps), ``outputs``
@@ -371,6 +374,7 @@ def sgd_mlp_batched(
     check_positive("lr", lr)
     check_int("steps", steps, minimum=0)
     check_int("seed", seed, minimum=0)
+    dev = check_device("device", device)
     if not weights:
         raise ValueError("weights must contain at least one layer")
     dtype = weights[0].dtype
@@ -399,6 +403,8 @@ def sgd_mlp_batched(
             raise ValueError(f"x_eval must have shape (P, {d}) or (K, P, {d}), got {tuple(xe.shape)}")
         params["x_eval"] = xe.expand(K, *xe.shape[-2:]).clone()  # a per-model constant, frozen below
     act = torch.relu if activation == "relu" else (lambda z: z)
+    params = {k: v.to(dev) for k, v in params.items()}  # no-ops on the CPU
+    X, Y = X.to(dev), Y.to(dev)
 
     def forward(p, x):
         h = x
@@ -412,13 +418,13 @@ def sgd_mlp_batched(
 
     gens = [torch.Generator().manual_seed(SHUFFLE_SEED_OFFSET + int(seed) + k) for k in range(K)]
     per_epoch = math.ceil(N / batch_size)
-    kidx = torch.arange(K)[:, None]
+    kidx = torch.arange(K, device=dev)[:, None]
     perm = {}
 
     def batch_fn(step, _generator):
         pos = step % per_epoch
         if pos == 0:
-            perm["now"] = torch.stack([torch.randperm(N, generator=g) for g in gens])
+            perm["now"] = torch.stack([torch.randperm(N, generator=g) for g in gens]).to(dev)
         idx = perm["now"][:, pos * batch_size : (pos + 1) * batch_size]
         return X[kidx, idx], Y[kidx, idx]
 
@@ -434,13 +440,14 @@ def sgd_mlp_batched(
         divergence_bound=divergence_bound,
         progress=progress,
         frozen=["x_eval"] if x_eval is not None else (),
+        device=dev,
     )
     h = res.history
     out = dict(
         step=np.asarray(h["step"]),
         loss=h["loss"].T,
-        weights=[res.params[f"W{l}"] for l in range(L)],
-        biases=[res.params[f"b{l}"] for l in range(L)] if biases is not None else None,
+        weights=[res.params[f"W{l}"].cpu() for l in range(L)],
+        biases=[res.params[f"b{l}"].cpu() for l in range(L)] if biases is not None else None,
         diverged=res.diverged,
         diverged_step=res.diverged_step,
     )

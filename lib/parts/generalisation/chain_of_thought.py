@@ -15,7 +15,16 @@ import torch
 from torch import nn
 
 from lib import curves
-from lib.config import check_array, check_in, check_int, check_int_array, check_positive, check_range, check_seed
+from lib.config import (
+    check_array,
+    check_device,
+    check_in,
+    check_int,
+    check_int_array,
+    check_positive,
+    check_range,
+    check_seed,
+)
 from lib.data import prompts
 from lib.train import train
 
@@ -240,7 +249,7 @@ def _loss(model, batch):
 
 def train_cot(*, d: int = 30, n_patterns: int = 20, n_steps: int = 3, n_examples: int = 20, alpha: float = 0.4,
               batch: int = 128, lr: float = 1.0, steps: int = 600, init_std: float = 0.01, seed: int = 0,
-              checkpoints=()) -> dict:
+              checkpoints=(), device="cpu") -> dict:
     """Train the model of eq. (7.2) by online SGD on the squared loss (eq. 7.3) with :func:`lib.train.train`.
 
     Args:
@@ -251,6 +260,8 @@ def train_cot(*, d: int = 30, n_patterns: int = 20, n_steps: int = 3, n_examples
         init_std: ``xi`` of ``W^(0)``.
         seed: seeds the initialisation and the prompts.
         checkpoints: iterations at which ``W`` is stored (besides the last).
+        device: where to train (:func:`lib.config.check_device`); initialisation and prompts are drawn on the
+            CPU from the same seeds and moved there; the returned arrays are CPU NumPy arrays.
 
     Returns:
         dict with ``W`` (final, numpy), ``checkpoints`` (steps), ``Ws`` ``(n_ckpt, D, D)``, ``step`` and ``loss``.
@@ -260,24 +271,26 @@ def train_cot(*, d: int = 30, n_patterns: int = 20, n_steps: int = 3, n_examples
     check_int("n_examples", n_examples, minimum=1)
     check_range("alpha", alpha, 0.0, 1.0, lo_open=True)
     check_positive("lr", lr)
+    dev = check_device("device", device)
     model = AttentionOnlyCoT(d, n_steps, init_std, seed)
     ckpts = sorted({int(c) for c in checkpoints if 0 <= int(c) <= steps} | {steps})
     stored = {}
 
     def batch_fn(step, generator):
-        return cot_training_batch(batch, n_examples=n_examples, alpha=alpha, n_patterns=n_patterns, d=d,
-                                  n_steps=n_steps, generator=generator)
+        b = cot_training_batch(batch, n_examples=n_examples, alpha=alpha, n_patterns=n_patterns, d=d,
+                               n_steps=n_steps, generator=generator)
+        return {k: v.to(dev) for k, v in b.items()}  # drawn on the CPU, then moved (no-ops there)
 
     def record(params, step):
         if step in ckpts:
-            stored[step] = params.W.detach().clone().numpy()
+            stored[step] = params.W.detach().cpu().clone().numpy()
         return {}
 
     if 0 in ckpts:
         stored[0] = model.W.detach().clone().numpy()
     res = train(model, _loss, lr=lr, steps=steps, optimizer="sgd", batch_fn=batch_fn, record=record,
-                record_every=ckpts, generator=torch.Generator().manual_seed(seed + 1), progress=False)
-    stored[steps] = model.W.detach().clone().numpy()
+                record_every=ckpts, generator=torch.Generator().manual_seed(seed + 1), progress=False, device=dev)
+    stored[steps] = model.W.detach().cpu().clone().numpy()
     keep = [c for c in ckpts if c in stored]
     return {"W": stored[steps], "checkpoints": np.array(keep), "Ws": np.stack([stored[c] for c in keep]),
             "step": np.asarray(res.history["step"]), "loss": np.asarray(res.history["loss"]),

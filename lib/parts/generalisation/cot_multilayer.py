@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from lib import curves
-from lib.config import check_int, check_positive
+from lib.config import check_device, check_int, check_positive
 from lib.data import prompts
 from lib.models.transformer import Transformer, TransformerConfig
 from lib.parts.generalisation.chain_of_thought import cot_training_batch, sample_test_prompts
@@ -43,7 +43,7 @@ def _query_position(valid: torch.Tensor, n_context: int) -> torch.Tensor:
 def train_multilayer_cot(*, d: int = 30, n_patterns: int = 20, n_steps: int = 2, n_examples: int = 10,
                          alpha: float = 0.4, batch: int = 64, lr: float = 1e-3, steps: int = 1000,
                          checkpoints=(), n_test: int = 100, d_model: int = 64, n_layers: int = 3, n_heads: int = 2,
-                         seed: int = 0) -> dict:
+                         seed: int = 0, device="cpu") -> dict:
     """Train the transformer of Fig 7.7 with Adam on CoT prompts and record the attention masses.
 
     Args:
@@ -54,6 +54,8 @@ def train_multilayer_cot(*, d: int = 30, n_patterns: int = 20, n_steps: int = 2,
             ``l_ts = n_examples``).
         d_model, n_layers, n_heads: the architecture.
         seed: seeds initialisation, training and test prompts.
+        device: where to train (:func:`lib.config.check_device`); initialisation and prompts are drawn on the
+            CPU from the same seeds and moved there; the masses are CPU NumPy arrays.
 
     Returns:
         dict with ``checkpoints``, ``masses`` ``(n_ckpt, layers, heads, 4)`` (types as in
@@ -62,6 +64,7 @@ def train_multilayer_cot(*, d: int = 30, n_patterns: int = 20, n_steps: int = 2,
     check_int("steps", steps, minimum=1)
     check_positive("lr", lr)
     check_int("n_test", n_test, minimum=1)
+    dev = check_device("device", device)
     model = multilayer_cot_model(d, n_steps, d_model=d_model, n_layers=n_layers, n_heads=n_heads, seed=seed)
     n_ctx = n_examples * n_steps
     tsr, idx, tokens, truth, _ = sample_test_prompts(n_test, n_examples, 0.8, 0.5, 0.8, "distractor", d,
@@ -71,12 +74,13 @@ def train_multilayer_cot(*, d: int = 30, n_patterns: int = 20, n_steps: int = 2,
     masses = {}
 
     def batch_fn(step, generator):
-        return cot_training_batch(batch, n_examples=n_examples, alpha=alpha, n_patterns=n_patterns, d=d,
-                                  n_steps=n_steps, generator=generator)
+        b = cot_training_batch(batch, n_examples=n_examples, alpha=alpha, n_patterns=n_patterns, d=d,
+                               n_steps=n_steps, generator=generator)
+        return {k: v.to(dev) for k, v in b.items()}  # drawn on the CPU, then moved (no-ops there)
 
     def loss_fn(m, b):
         pos = _query_position(b["valid"], n_ctx)
-        out = m(b["keys"])[torch.arange(b["keys"].shape[0]), pos]
+        out = m(b["keys"])[torch.arange(b["keys"].shape[0], device=pos.device), pos]
         return 0.5 * ((out - b["target"]) ** 2).sum(-1).mean()
 
     def record(m, step):
@@ -85,7 +89,7 @@ def train_multilayer_cot(*, d: int = 30, n_patterns: int = 20, n_steps: int = 2,
         return {}
 
     res = train(model, loss_fn, lr=lr, steps=steps, optimizer="adam", batch_fn=batch_fn, record=record,
-                record_every=ckpts, generator=torch.Generator().manual_seed(seed + 1), progress=False)
+                record_every=ckpts, generator=torch.Generator().manual_seed(seed + 1), progress=False, device=dev)
     keep = [c for c in ckpts if c in masses]
     return {"checkpoints": np.array(keep), "masses": np.stack([masses[c] for c in keep]),
             "step": np.asarray(res.history["step"]), "loss": np.asarray(res.history["loss"]),
@@ -104,11 +108,11 @@ def _masses(model, tokens, idx, truth, truth_tokens, n_steps):
         qcols, _ = prompts.query_columns(truth_tokens, torch.full((n,), k), n_steps)
         pos = ctx.shape[1] + k - 1
         with torch.no_grad():
-            model(torch.cat([ctx, qcols], dim=1))
+            model(torch.cat([ctx, qcols], dim=1).to(next(model.parameters()).device))
         key_in = torch.cat([ctx_in, truth[:, :k - 1]], dim=1)
         key_step = torch.cat([ctx_step, torch.arange(k - 1).expand(n, -1)], dim=1)
         same_p = (key_in == truth[:, k - 1:k]).numpy()[:, None]
         same_s = (key_step == k - 1).numpy()[:, None]
-        out.append(np.stack([curves.attention_mass_by_type(a[:, :, pos, :pos].numpy(), same_p, same_s).mean(0)
+        out.append(np.stack([curves.attention_mass_by_type(a[:, :, pos, :pos].cpu().numpy(), same_p, same_s).mean(0)
                              for a in model.attention_maps]))
     return np.mean(out, axis=0)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from lib.config import check_in, check_int, check_int_array, check_positive, check_range, check_seed
+from lib.config import check_device, check_in, check_int, check_int_array, check_positive, check_range, check_seed
 from lib.graphs import sampling
 from lib.models.gcn import GCN3
 from lib.train import train
@@ -125,6 +125,7 @@ def train_sampled_gcn(
     steps: int = 300,
     lr: float = 1e-3,
     seed: int = 0,
+    device="cpu",
 ) -> dict:
     """Train ``copies`` GCNs (5.4) by full-batch Adam with topology sampling; test on the unlabelled nodes.
 
@@ -145,6 +146,8 @@ def train_sampled_gcn(
         steps: Adam steps (>= 1).
         lr: learning rate (> 0).
         seed: seed of the initialisation and of the sampling.
+        device: where to train (:func:`lib.config.check_device`); the weights are initialised and every sampled
+            matrix drawn on the CPU from the same seeds and moved there; the errors are CPU arrays.
 
     Returns:
         dict with ``test_error`` and ``train_error`` (copies,) relative MSEs, ``loss`` (the recorded loss curve),
@@ -155,6 +158,7 @@ def train_sampled_gcn(
     check_int("steps", steps, minimum=1)
     check_positive("lr", lr)
     check_range("keep", keep, 0.0, 1.0, lo_open=True)
+    dev = check_device("device", device)
     A, X = problem["A"], problem["X"]
     if masks.dim() != 2 or masks.shape[1] != A.shape[0]:
         raise ValueError(f"masks must have shape (copies, {A.shape[0]}), got {tuple(masks.shape)}")
@@ -170,6 +174,7 @@ def train_sampled_gcn(
         draw, A_pred = (lambda g: tuple(s.sample(g) for _ in range(3))), s.effective
     model = GCN3(X.shape[1], m, m, Y.shape[-1], copies=copies, generator=torch.Generator().manual_seed(seed))
     w = masks.to(X.dtype)[..., None] / masks.sum(1).to(X.dtype)[:, None, None]
+    X, Y, w, masks, A_pred = (t.to(dev) for t in (X, Y, w, masks, A_pred))  # no-ops on the CPU
 
     def loss_fn(net, adjs):
         return (((net(adjs, X) - Y) ** 2) * w).sum() / Y.shape[-1]
@@ -180,18 +185,19 @@ def train_sampled_gcn(
         lr=lr,
         steps=steps,
         optimizer="adam",
-        batch_fn=lambda step, g: draw(g),
+        batch_fn=lambda step, g: tuple(a.to(dev) for a in draw(g)),  # drawn on the CPU, then moved
         generator=torch.Generator().manual_seed(seed + 12345),
         record_every=max(1, steps // 50),
         progress=False,
+        device=dev,
     )
     with torch.no_grad():
         pred = model(A_pred, X)
         test = relative_mse(pred, Y, ~masks)
         fit = relative_mse(pred, Y, masks)
     return {
-        "test_error": test.numpy(),
-        "train_error": fit.numpy(),
+        "test_error": test.cpu().numpy(),
+        "train_error": fit.cpu().numpy(),
         "loss": np.asarray(res.history["loss"]),
         "diverged": bool(res.diverged),
         "diverged_step": -1 if res.diverged_step is None else int(res.diverged_step),

@@ -29,7 +29,16 @@ import torch
 from scipy.sparse import csr_array
 from scipy.sparse.csgraph import shortest_path
 
-from lib.config import check_array, check_bool, check_in, check_int, check_positive, check_range, check_seed
+from lib.config import (
+    check_array,
+    check_bool,
+    check_device,
+    check_in,
+    check_int,
+    check_positive,
+    check_range,
+    check_seed,
+)
 from lib.data.tokens import pattern_bank
 from lib.graphs.generators import binary_sbm_edges
 from lib.models.shallow_attention import ShallowAttention, attention_mass
@@ -294,11 +303,12 @@ def _check_distances(distances) -> None:
 def train_gt(
     Ls, seeds, cfg: dict, gamma_d: float, eps_S: float, *, gcn: bool = False, eps0: float = 0.0,
     steps=None, record_every: int = 10, core_distance: int = 1, distances=(1, 2), pe: bool = True,
+    device="cpu",
 ) -> dict:
     """Train one graph transformer (or GCN) per member ``(Ls[r], seeds[r])`` on :func:`core_graph` ``seeds[r]``.
 
     Neighbours are drawn from the nodes at ``distances`` (one tuple for all members, or one per member); see
-    :func:`train_gt_graphs` for the training and the returned arrays.
+    :func:`train_gt_graphs` for the training, ``device`` and the returned arrays.
     """
     Ls, seeds = check_members(Ls, seeds, "Ls")
     check_bool("gcn", gcn)
@@ -309,12 +319,12 @@ def train_gt(
                          eps0=eps0, seed=int(s), core_distance=core_distance) for s in useeds]
     return train_gt_graphs(graphs, np.searchsorted(useeds, seeds), Ls, cfg, distances=distances, gcn=gcn, pe=pe,
                            steps=steps, record_every=record_every, perm_keys=useeds,
-                           seed=int(seeds.sum()) * 7919 + len(Ls) + 31 * int(bool(gcn)))
+                           seed=int(seeds.sum()) * 7919 + len(Ls) + 31 * int(bool(gcn)), device=device)
 
 
 def train_gt_graphs(
     graphs, rows, Ls, cfg: dict, *, distances=(1, 2), gcn: bool = False, pe: bool = True, steps=None,
-    record_every: int = 10, perm_keys=None, seed: int = 0,
+    record_every: int = 10, perm_keys=None, seed: int = 0, device="cpu",
 ) -> dict:
     """Train one graph transformer (3.1) per member ``r`` on ``graphs[rows[r]]`` by node-sampling SGD on the hinge
     loss, with :func:`lib.train.train` (plain SGD, ``p <- p - eta grad``). The loss is the sum of the members'
@@ -335,6 +345,9 @@ def train_gt_graphs(
         rows: graph index of every member.
         Ls: labelled-set size of every member.
         cfg: sizes and optimiser (``d, K, Z, n_test, m, eta, batch, steps, kappa, delta, sigma, xi``).
+        device: where to train (``"cpu"``, ``"cuda"``, ...; :func:`lib.config.check_device`). The graphs, the
+            initial weights and every random draw are made on the CPU from the same seeded generators and moved
+            there, so a seed gives the same run on every device up to round-off; the arrays come back on the CPU.
 
     Returns:
         dict of numpy arrays: ``test_hinge``, ``test_err`` (R,), ``curve_t`` (K,), ``test_curve`` (R, K),
@@ -346,6 +359,7 @@ def train_gt_graphs(
     check_bool("gcn", gcn)
     check_bool("pe", pe)
     check_seed("seed", seed)
+    dev = check_device("device", device)
     _check_distances(distances)
     if not graphs or rows.min() < 0 or rows.max() >= len(graphs):
         raise ValueError(f"rows must index graphs (0..{len(graphs) - 1})")
@@ -378,8 +392,9 @@ def train_gt_graphs(
     cy = np.stack([G.get("clean_y", G["y"]) for G in graphs])
     REL = torch.as_tensor(np.where(cy[:, :, None] > 0, pat[:, None, :] == 0, pat[:, None, :] == 1))
     perm = torch.as_tensor(np.stack([np.random.default_rng([4000, int(s)]).permutation(n) for s in keys]))
+    nbr, cnt, row, X, Y, PE, REL, perm = (t.to(dev) for t in (nbr, cnt, row, X, Y, PE, REL, perm))
     gen = torch.Generator().manual_seed(int(seed))
-    member = torch.arange(R)
+    member = torch.arange(R, device=dev)
 
     def tokens(nodes, u):
         """Token sets (R, B, 1+K, d), PE indices and relevance for query nodes (R, B), uniforms (R, B, K)."""
@@ -390,7 +405,7 @@ def train_gt_graphs(
         gr = row[:, None, None]
         return X[gr, idx], PE[gr, nodes[..., None], idx], REL[gr, nodes[..., None], idx]
 
-    eye = torch.eye(d)
+    eye = torch.eye(d)  # the initial weights are drawn on the CPU (below), then the model is moved
     if gcn:
         init_qk = (torch.zeros(R, d, d), torch.zeros(R, d, d))
     else:
@@ -398,15 +413,15 @@ def train_gt_graphs(
                         for _ in range(2))
     init_v = eye + cfg["sigma"] * torch.randn(R, d, d, generator=gen) / math.sqrt(d)
     model = ShallowAttention(R, d, cfg["m"], readout="first", freeze_qk=gcn, init_qk=init_qk, init_v=init_v,
-                             init_o_std=cfg["xi"], generator=gen)
+                             init_o_std=cfg["xi"], generator=gen).to(dev)
     train_b = pe and not gcn
-    b = torch.zeros(R, Z, requires_grad=train_b)
+    b = torch.zeros(R, Z, device=dev).requires_grad_(train_b)
     test_nodes = perm[row][:, n - nt:]
     tg = torch.Generator().manual_seed(99)
-    Xt, Pt, Rt = tokens(test_nodes, torch.rand(R, nt, K, generator=tg))
+    Xt, Pt, Rt = tokens(test_nodes, torch.rand(R, nt, K, generator=tg).to(dev))
     yt = Y[row[:, None], test_nodes]
-    Lt = torch.as_tensor(Ls)
-    rr = torch.arange(R)[:, None, None, None]
+    Lt = torch.as_tensor(Ls).to(dev)
+    rr = torch.arange(R, device=dev)[:, None, None, None]
 
     def forward(Xb, Pb):
         bias = b[rr, Pb[:, :, None, :]]  # (R, B, 1, L)
@@ -422,9 +437,9 @@ def train_gt_graphs(
 
     def batch_fn(step, generator):
         """Each run's ``B`` query nodes from its labelled set, with fresh neighbour draws."""
-        pick = (torch.rand(R, B, generator=generator) * Lt[:, None]).long()
+        pick = (torch.rand(R, B, generator=generator).to(dev) * Lt[:, None]).long()
         nodes = perm[row[:, None], pick]
-        Xb, Pb, _ = tokens(nodes, torch.rand(R, B, K, generator=generator))
+        Xb, Pb, _ = tokens(nodes, torch.rand(R, B, K, generator=generator).to(dev))
         return Xb, Pb, Y[row[:, None], nodes]
 
     def loss_fn(_, batch):
@@ -435,16 +450,17 @@ def train_gt_graphs(
 
     def record(_, step):
         lt, _, mt = evaluate()
-        return {"test_hinge": lt.numpy(), "mass": mt.numpy(), "b": b.detach().numpy().copy()}
+        return {"test_hinge": lt.cpu().numpy(), "mass": mt.cpu().numpy(), "b": b.detach().cpu().numpy().copy()}
 
     leaves = dict(p for p in model.named_parameters() if p[1].requires_grad) | ({"b": b} if train_b else {})
     res = train(leaves, loss_fn, lr=cfg["eta"], steps=steps, optimizer="sgd", batch_fn=batch_fn, record=record,
-                record_every=record_every, generator=gen, divergence_factor=None)
+                record_every=record_every, generator=gen, divergence_factor=None, device=dev)
     hist = res.history
     lt, et, _ = evaluate()
     return {
-        "test_hinge": lt.numpy(), "test_err": et.numpy(), "curve_t": hist["step"],
-        "test_curve": np.stack(hist["test_hinge"], 1), "mass": np.stack(hist["mass"], 1), "b": b.detach().numpy(),
+        "test_hinge": lt.cpu().numpy(), "test_err": et.cpu().numpy(), "curve_t": hist["step"],
+        "test_curve": np.stack(hist["test_hinge"], 1), "mass": np.stack(hist["mass"], 1),
+        "b": b.detach().cpu().numpy(),
         "b_curve": np.stack(hist["b"], 1), "diverged": np.full(R, res.diverged),
         "diverged_step": np.full(R, -1 if res.diverged_step is None else res.diverged_step),
     }

@@ -20,7 +20,16 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from lib.config import check_array, check_in, check_int, check_int_array, check_positive, check_range, check_seed
+from lib.config import (
+    check_array,
+    check_device,
+    check_in,
+    check_int,
+    check_int_array,
+    check_positive,
+    check_range,
+    check_seed,
+)
 from lib.models.mlp import MLP
 from lib.stats import mean_se
 from lib.train import train_stacked
@@ -88,7 +97,8 @@ def covariance_norm(X) -> float:
     return float(np.linalg.eigvalsh(np.cov(X, rowvar=False))[-1])
 
 
-def train_group_mlps(X, y, X_test, y_test, seeds, *, width: int = 32, steps: int = 200, lr: float = 0.01) -> np.ndarray:
+def train_group_mlps(X, y, X_test, y_test, seeds, *, width: int = 32, steps: int = 200, lr: float = 0.01,
+                     device="cpu") -> np.ndarray:
     """Train one MLP per member on its own training set (all at once) and return its test accuracies.
 
     A two-layer ReLU MLP ``p -> width -> 1`` (:class:`lib.models.mlp.MLP`) on the logistic loss, full-batch Adam
@@ -99,6 +109,8 @@ def train_group_mlps(X, y, X_test, y_test, seeds, *, width: int = 32, steps: int
         X_test: (G, m, p) test inputs of G groups; y_test: (m,) labels shared by the groups.
         seeds: (K,) initialisation seed of each member.
         width, steps, lr: hidden width, Adam steps and learning rate.
+        device: where to train (:func:`lib.config.check_device`); the MLPs are initialised on the CPU from the
+            seeds, trained there and copied back; they are tested on the CPU.
 
     Returns:
         (K, G) test accuracies.
@@ -118,6 +130,8 @@ def train_group_mlps(X, y, X_test, y_test, seeds, *, width: int = 32, steps: int
     check_int("width", width, minimum=1)
     check_int("steps", steps, minimum=1)
     check_positive("lr", lr)
+    dev = check_device("device", device)
+    Xd, yd = X.to(dev), y.to(dev)
     models = []
     for s in seeds:
         torch.manual_seed(s)
@@ -127,8 +141,8 @@ def train_group_mlps(X, y, X_test, y_test, seeds, *, width: int = 32, steps: int
         xb, yb = batch
         return torch.nn.functional.binary_cross_entropy_with_logits(model(xb).squeeze(-1), yb)
 
-    res = train_stacked(models, loss_fn, lr=lr, steps=steps, optimizer="adam", batch_fn=lambda step, g: (X, y),
-                        record_every=steps, divergence_factor=None)
+    res = train_stacked(models, loss_fn, lr=lr, steps=steps, optimizer="adam", batch_fn=lambda step, g: (Xd, yd),
+                        record_every=steps, divergence_factor=None, device=dev)
     acc = np.zeros((X.shape[0], Xt.shape[0]))
     with torch.no_grad():
         for k, m in enumerate(models):

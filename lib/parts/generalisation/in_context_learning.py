@@ -24,7 +24,7 @@ import math
 import numpy as np
 import torch
 
-from lib.config import check_array, check_in, check_int, check_positive, check_range, check_seed
+from lib.config import check_array, check_device, check_in, check_int, check_positive, check_range, check_seed
 from lib.data import prompts
 from lib.models.prune import neuron_mask
 from lib.models.shallow_attention import ShallowAttention
@@ -225,7 +225,7 @@ def icl_forward(model: ShallowAttention, X: torch.Tensor, valid: torch.Tensor | 
     if X.dim() != 4:
         raise ValueError(f"X must be (R, B, l + 1, d), got {tuple(X.shape)}")
     if valid is None:
-        valid = torch.ones(X.shape[:2] + (X.shape[2] - 1,), dtype=torch.bool)
+        valid = torch.ones(X.shape[:2] + (X.shape[2] - 1,), dtype=torch.bool, device=X.device)
     k = torch.einsum("rij,rblj->rbli", model.W_K, X[:, :, 1:])
     q = torch.einsum("rij,rbj->rbi", model.W_Q, X[:, :, 0])
     scores = (k @ q.unsqueeze(-1)).squeeze(-1).masked_fill(~valid, float("-inf"))
@@ -260,7 +260,7 @@ def lucky_neurons(model: ShallowAttention, X: torch.Tensor, z: torch.Tensor, d_x
         raise ValueError(f"X must be (R, B, l + 1, d) and z (R, B), got {tuple(X.shape)} and {tuple(z.shape)}")
     check_int("d_x", d_x, minimum=1, maximum=X.shape[-1] - 1)
     if valid is None:
-        valid = torch.ones(X.shape[:2] + (X.shape[2] - 1,), dtype=torch.bool)
+        valid = torch.ones(X.shape[:2] + (X.shape[2] - 1,), dtype=torch.bool, device=X.device)
     with torch.no_grad():
         k = torch.einsum("rij,rblj->rbli", model.W_K, X[:, :, 1:])
         q = torch.einsum("rij,rbj->rbi", model.W_Q, X[:, :, 0])
@@ -285,6 +285,11 @@ def _stack(batches: list[dict]) -> dict:
         same.append(torch.cat([b["same"], torch.zeros(n, pad, dtype=torch.bool)], 1))
     return {"X": torch.stack(X), "valid": torch.stack(valid), "same": torch.stack(same),
             "z": torch.stack([b["z"] for b in batches])}
+
+
+def _on(batch: dict, dev) -> dict:
+    """A prompt batch with its tensors on ``dev`` (drawn on the CPU; a no-op there)."""
+    return {k: v.to(dev) if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
 
 
 def _run_batch(configs: list[dict], n: int, generator: torch.Generator, d_y: int) -> dict:
@@ -327,7 +332,7 @@ def _hinge(model, batch):
 
 def train_icl(configs: list[dict], *, m: int = 200, delta: float = 0.2, lr: float = 1.0, batch: int = 64,
               steps: int = 1500, seed: int = 0, checkpoints=(), monitor: list[dict] | None = None,
-              monitor_every: int = 10, monitor_n: int = 256, d_y: int = 30) -> dict:
+              monitor_every: int = 10, monitor_n: int = 256, d_y: int = 30, device="cpu") -> dict:
     """Train ``len(configs)`` models (6.2) side by side by online SGD on the hinge loss (eq. 6.3), each on fresh
     prompts of its own training distribution, with :func:`lib.train.train`.
 
@@ -339,6 +344,8 @@ def train_icl(configs: list[dict], *, m: int = 200, delta: float = 0.2, lr: floa
         checkpoints: iterations at which the weights are stored.
         monitor: optional per-run test distributions whose hinge loss is recorded every ``monitor_every`` steps
             (on ``monitor_n`` fixed prompts per run).
+        device: where to train (:func:`lib.config.check_device`); initialisation and prompts are drawn on the
+            CPU from the same seeds and moved there; ``model`` (moved back) and ``states`` come back on the CPU.
 
     Returns:
         dict with ``model``, ``checkpoints`` (steps), ``states`` (list of state dicts), ``loss`` (total training
@@ -350,6 +357,7 @@ def train_icl(configs: list[dict], *, m: int = 200, delta: float = 0.2, lr: floa
     check_positive("lr", lr)
     check_int("monitor_every", monitor_every, minimum=1)
     check_int("monitor_n", monitor_n, minimum=1)
+    dev = check_device("device", device)
     if not configs:
         raise ValueError("configs must be a non-empty list of per-run prompt distributions")
     model = icl_model(len(configs), m=m, d_y=d_y, d_x=configs[0]["relevant"].shape[1], delta=delta, seed=seed)
@@ -357,22 +365,23 @@ def train_icl(configs: list[dict], *, m: int = 200, delta: float = 0.2, lr: floa
     states, mon_steps, mon = {}, [], []
     fixed = None
     if monitor is not None:
-        fixed = _run_batch(monitor, monitor_n, torch.Generator().manual_seed(seed + 7), d_y)
+        fixed = _on(_run_batch(monitor, monitor_n, torch.Generator().manual_seed(seed + 7), d_y), dev)
 
     def snapshot(params, step):
         if step in ckpts:
-            states[step] = {k: v.detach().clone() for k, v in params.state_dict().items()}
+            states[step] = {k: v.detach().cpu().clone() for k, v in params.state_dict().items()}
         if fixed is not None and step % monitor_every == 0:
             with torch.no_grad():
                 out, _ = icl_forward(params, fixed["X"], fixed["valid"])
             mon_steps.append(step)
-            mon.append(torch.relu(1 - fixed["z"] * out).mean(1).numpy())
+            mon.append(torch.relu(1 - fixed["z"] * out).mean(1).cpu().numpy())
         return {}
 
     every = sorted(set(ckpts) | {steps} | (set(range(0, steps + 1, monitor_every)) if fixed is not None else set()))
     res = train(model, _hinge, lr=lr, steps=steps, optimizer="sgd",
-                batch_fn=lambda step, g: _run_batch(configs, batch, g, d_y), record=snapshot,
-                record_every=every, generator=torch.Generator().manual_seed(seed + 1), progress=False)
+                batch_fn=lambda step, g: _on(_run_batch(configs, batch, g, d_y), dev), record=snapshot,
+                record_every=every, generator=torch.Generator().manual_seed(seed + 1), progress=False, device=dev)
+    model.to("cpu")  # back where the analysis functions expect it (a no-op on the CPU)
     keep = [c for c in ckpts if c in states]
     return {"model": model, "checkpoints": np.array(keep), "states": [states[c] for c in keep],
             "loss_steps": np.asarray(res.history["step"]), "loss": np.asarray(res.history["loss"]),
@@ -514,7 +523,8 @@ def baseline_errors(X: torch.Tensor, z: torch.Tensor, length: int, methods=BASEL
 
 
 def train_icl_gpt(train_config: dict, tests: list[dict], *, d_model: int = 64, n_layers: int = 3, n_heads: int = 2,
-                  lr: float = 1e-3, batch: int = 64, steps: int = 1000, n_test: int = 1000, seed: int = 0) -> dict:
+                  lr: float = 1e-3, batch: int = 64, steps: int = 1000, n_test: int = 1000, seed: int = 0,
+                  device="cpu") -> dict:
     """The GPT-2 stand-in of Fig 6.3: a causal pre-LayerNorm transformer (:mod:`lib.models.transformer`, FFN,
     learned positions, ``n_layers`` layers of ``n_heads`` heads) reads a prompt as its sequence of columns, the
     contexts first and the query last, and is trained with Adam on the logistic loss of its output at the query.
@@ -525,6 +535,7 @@ def train_icl_gpt(train_config: dict, tests: list[dict], *, d_model: int = 64, n
         d_model, n_layers, n_heads: the architecture.
         lr, batch, steps: Adam step, batch and iterations.
         seed: seeds the initialisation, training and test prompts.
+        device: where to train and test (:func:`lib.config.check_device`; prompts drawn on the CPU, moved).
 
     Returns:
         dict with ``error`` (numpy, one per test; NaN if the training diverged), ``loss`` (training loss at the
@@ -535,6 +546,7 @@ def train_icl_gpt(train_config: dict, tests: list[dict], *, d_model: int = 64, n
     check_int("n_test", n_test, minimum=1)
     check_positive("lr", lr)
     check_seed("seed", seed)
+    dev = check_device("device", device)
     d = train_config["relevant"].shape[1] + train_config.get("d_y", 30)
     length = max([train_config["length"]] + [t["length"] for t in tests])
     torch.manual_seed(seed)
@@ -551,12 +563,12 @@ def train_icl_gpt(train_config: dict, tests: list[dict], *, d_model: int = 64, n
         return torch.nn.functional.softplus(-b["z"][0] * out).mean()
 
     res = train(model, loss_fn, lr=lr, steps=steps, optimizer="adam", record_every=max(1, steps // 20),
-                batch_fn=lambda step, g: _run_batch([train_config], batch, g, train_config.get("d_y", 30)),
-                generator=torch.Generator().manual_seed(seed + 1), progress=False)
+                batch_fn=lambda step, g: _on(_run_batch([train_config], batch, g, train_config.get("d_y", 30)), dev),
+                generator=torch.Generator().manual_seed(seed + 1), progress=False, device=dev)
     errors = []
     with torch.no_grad():
         for i, t in enumerate(tests):
-            b = _run_batch([t], n_test, torch.Generator().manual_seed(seed + 100 + i), t.get("d_y", 30))
+            b = _on(_run_batch([t], n_test, torch.Generator().manual_seed(seed + 100 + i), t.get("d_y", 30)), dev)
             out = model(as_sequence(b["X"][0]))[:, -1, 0]
             errors.append(float((b["z"][0] * out <= 0).double().mean()))
     if res.diverged:  # a diverged model's test error says nothing about in-context learning

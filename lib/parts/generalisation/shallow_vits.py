@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from torch.func import functional_call
 
-from lib.config import check_array, check_finite, check_in, check_int, check_positive
+from lib.config import check_array, check_device, check_finite, check_in, check_int, check_positive
 from lib.data.tokens import pattern_bank, pattern_sequences
 from lib.models.shallow_attention import ShallowAttention, attention_mass
 from lib.success import check_members, success_map
@@ -139,6 +139,7 @@ def train_vit(
     n_remove: int = 0,
     noisy=None,
     curve_members=None,
+    device="cpu",
 ) -> dict:
     """Train one network per member ``(Ns[r], seeds[r])`` by SGD on the hinge loss, all at once.
 
@@ -159,6 +160,8 @@ def train_vit(
         curve_members: indices of the members whose test loss and attention mass are evaluated at the records
             before the last (default: all); the others' ``test_curve`` and ``mass`` are NaN there. Evaluating the
             test set is most of the cost of a run, and training does not depend on it.
+        device: where to train (:func:`lib.config.check_device`). Data, initial weights and every minibatch
+            draw are made on the CPU from the same seeds and moved there; the arrays come back on the CPU.
 
     Returns:
         dict of numpy arrays: ``test_hinge`` (R,), ``train_hinge`` (R,), ``curve_t`` (K,), ``train_curve``,
@@ -170,6 +173,7 @@ def train_vit(
     check_int("steps", steps, minimum=1)
     check_int("record_every", record_every, minimum=1)
     sigma = cfg["sigma"] if sigma is None else sigma
+    dev = check_device("device", device)
     R = len(Ns)
     every = torch.arange(R)
     if curve_members is None:
@@ -202,9 +206,15 @@ def train_vit(
     init_qk, init_v = vit_init(R, cfg["d"], cfg["kappa"], cfg["delta"], sigma, gen)
     model = ShallowAttention(
         R, cfg["d"], cfg["m"], freeze_qk=freeze_qk, init_qk=init_qk, init_v=init_v, init_o_std=0.01, generator=gen
-    )
+    ).to(dev)  # initialised on the CPU, then moved (a no-op on the CPU)
     params = [p for p in model.parameters() if p.requires_grad]
-    Nt = torch.as_tensor(Ns)
+    idx_test = data["idxt"][row][:, 0]  # kept on the CPU for the result
+    data = {k: v.to(dev) for k, v in data.items()}
+    row, every, curve_members = row.to(dev), every.to(dev), curve_members.to(dev)
+    keep = None if keep is None else keep.to(dev)
+    keept = None if keept is None else keept.to(dev)
+    members_ar = torch.arange(R, device=dev)[:, None]
+    Nt = torch.as_tensor(Ns).to(dev)
     B = cfg["batch"]
     Xt, yt, relt = data["Xt"][row], data["yt"][row], data["relt"][row]
     rec_t, tr, te, ms = [], [], [], []
@@ -219,7 +229,7 @@ def train_vit(
         """Test hinge and attention mass (R,) of ``members`` (NaN for the others), and the members' attention
         (len(members), L, L) on test sample 0; the test set goes through in chunks so that the hidden layer
         (runs, chunk, L, m) stays small (the same per-sample values as one pass, a few times faster)."""
-        lt, mt = torch.full((R,), float("nan")), torch.full((R,), float("nan"))
+        lt, mt = torch.full((R,), float("nan"), device=dev), torch.full((R,), float("nan"), device=dev)
         if len(members) == 0:
             return lt, mt, None
         sub = {n: p.detach()[members] for n, p in model.named_parameters()}  # the members' own weights
@@ -241,48 +251,48 @@ def train_vit(
         if t % record_every == 0 or t == steps:
             lt, mt, A = evaluate(every if t == steps else curve_members)  # the last: every run's final values
             rec_t.append(t)
-            te.append(lt.numpy())
-            ms.append(mt.numpy())
+            te.append(lt.cpu().numpy())
+            ms.append(mt.cpu().numpy())
         if t == steps:
             break
-        u = torch.rand(R, B, generator=gen)
+        u = torch.rand(R, B, generator=gen).to(dev)  # drawn on the CPU generator, then moved
         ib = (u * Nt[:, None]).long()
         Xb = data["X"][row[:, None], ib]
         yb = data["y"][row[:, None], ib]
-        allowed, queries = masks(None if keep is None else keep[torch.arange(R)[:, None], ib])
+        allowed, queries = masks(None if keep is None else keep[members_ar, ib])
         loss_r = torch.relu(1 - yb * model(Xb, allowed=allowed, queries=queries)).mean(1)
         if t % record_every == 0:
-            tr.append(loss_r.detach().numpy())
+            tr.append(loss_r.detach().cpu().numpy())
         grads = torch.autograd.grad(loss_r.sum(), params)
         with torch.no_grad():
             for p, g in zip(params, grads):
                 p -= cfg["eta"] * g
             bad = ~torch.isfinite(loss_r.detach())
-            diverged |= bad.numpy()
+            diverged |= bad.cpu().numpy()
     with torch.no_grad():
         Xtr = data["X"][row]
         allowed, queries = masks(keep)
         ltr = torch.relu(1 - data["y"][row] * model(Xtr, allowed=allowed, queries=queries))
-        mask = torch.arange(Xtr.shape[1])[None] < Nt[:, None]
+        mask = torch.arange(Xtr.shape[1], device=dev)[None] < Nt[:, None]
         train_h = (ltr * mask).sum(1) / Nt
     return {
-        "test_hinge": lt.numpy(),
-        "train_hinge": train_h.numpy(),
+        "test_hinge": lt.cpu().numpy(),
+        "train_hinge": train_h.cpu().numpy(),
         "curve_t": np.array(rec_t),
         "test_curve": np.stack(te, 1),
         "train_curve": np.stack(tr, 1),
         "mass": np.stack(ms, 1),
         "diverged": diverged,
-        "A": A.numpy(),
-        "idx": data["idxt"][row][:, 0].numpy(),
+        "A": A.cpu().numpy(),
+        "idx": idx_test.numpy(),
     }
 
 
-def sigma_map(cfg: dict, sigmas, Ns, seeds, alpha_star: float, alpha_hash: float) -> dict:
+def sigma_map(cfg: dict, sigmas, Ns, seeds, alpha_star: float, alpha_hash: float, device="cpu") -> dict:
     """Final test hinge losses over a ``(sigma, N, seed)`` grid (Fig 2.1(b)), one batched run per ``sigma``.
 
     ``sigma`` is the initial error of ``W_V`` (:func:`vit_init`); the runs are those of :func:`train_vit` through
-    :func:`lib.success.success_map`, with the losses recorded only at the start and the end.
+    :func:`lib.success.success_map`, with the losses recorded only at the start and the end; ``device`` as there.
 
     Returns:
         dict: ``test_hinge`` ``(len(sigmas), len(Ns), len(seeds))`` and ``diverged`` (the number of diverged runs).
@@ -293,7 +303,8 @@ def sigma_map(cfg: dict, sigmas, Ns, seeds, alpha_star: float, alpha_hash: float
     store = {}
 
     def run_fn(sig, N, S):
-        store[float(sig)] = train_vit(N, S, cfg, alpha_star, alpha_hash, sigma=float(sig), record_every=cfg["steps"])
+        store[float(sig)] = train_vit(N, S, cfg, alpha_star, alpha_hash, sigma=float(sig), record_every=cfg["steps"],
+                                      device=device)
         return np.isfinite(store[float(sig)]["test_hinge"])
 
     success_map(run_fn, sigmas.tolist(), Ns, seeds)
@@ -305,7 +316,8 @@ def sigma_map(cfg: dict, sigmas, Ns, seeds, alpha_star: float, alpha_hash: float
 
 
 def sparsification_runs(
-    cfg: dict, seeds, N: int, alpha_star: float, alpha_hash: float, n_remove: int, noisy, record_every: int = 20
+    cfg: dict, seeds, N: int, alpha_star: float, alpha_hash: float, n_remove: int, noisy, record_every: int = 20,
+    device="cpu",
 ) -> dict:
     """Fig 2.5: test hinge loss during training after each token sparsification of :data:`REMOVALS`.
 
@@ -317,6 +329,7 @@ def sparsification_runs(
         seeds: repeats; N: training samples; alpha_star, alpha_hash: token fractions.
         n_remove: tokens removed per sample; noisy: ``(count, level)`` high-noise tokens per sample.
         record_every: steps between recorded test losses.
+        device: where to train (:func:`train_vit`).
 
     Returns:
         dict: ``curve_t`` (K,), ``test_curve`` ``(len(REMOVALS), len(seeds), K)``, ``test_hinge``
@@ -327,7 +340,7 @@ def sparsification_runs(
     kinds = [k for k in REMOVALS for _ in seeds]
     r = train_vit(
         np.full(len(kinds), N), np.tile(seeds, len(REMOVALS)), cfg, alpha_star, alpha_hash,
-        remove=kinds, n_remove=n_remove, noisy=noisy, record_every=record_every,
+        remove=kinds, n_remove=n_remove, noisy=noisy, record_every=record_every, device=device,
     )
     shape = (len(REMOVALS), len(seeds))
     return {

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from lib.config import check_array, check_int, check_positive
+from lib.config import check_array, check_device, check_int, check_positive
 from lib.train import train_stacked
 
 CANVAS = 20  # side of the composite image
@@ -176,7 +176,7 @@ def _models(K: int, arch: dict, seed: int) -> list[TinyViT]:
     return [TinyViT(**arch) for _ in range(K)]
 
 
-def train_vits(models, X, y, keep, members, *, steps: int, lr: float, batch: int, seed: int = 0):
+def train_vits(models, X, y, keep, members, *, steps: int, lr: float, batch: int, seed: int = 0, device="cpu"):
     """Train ``K`` models at once with Adam on minibatches of their own data (``lib.train.train_stacked``).
 
     Args:
@@ -185,6 +185,8 @@ def train_vits(models, X, y, keep, members, *, steps: int, lr: float, batch: int
         members: ``(K, 2)`` integers ``(data set s, N)``: model k draws its minibatches (with replacement) from the
             first ``N`` examples of data set ``s``.
         steps, lr, batch: Adam steps, learning rate and minibatch size.
+        device: where to train (:func:`lib.config.check_device`): the data go there, the minibatch draws are
+            made on the CPU and moved, and the trained weights are copied back into ``models`` (on the CPU).
 
     Returns:
         the ``lib.train.StackedResult``.
@@ -198,10 +200,13 @@ def train_vits(models, X, y, keep, members, *, steps: int, lr: float, batch: int
     if members[:, 0].min() < 0 or members[:, 0].max() >= X.shape[0] or members[:, 1].min() < 1 \
             or members[:, 1].max() > X.shape[1]:
         raise ValueError("members must name existing data sets and 1 <= N <= n")
-    src, size = torch.as_tensor(members[:, 0]), torch.as_tensor(members[:, 1], dtype=torch.float64)
+    dev = check_device("device", device)
+    src, size = torch.as_tensor(members[:, 0]).to(dev), torch.as_tensor(members[:, 1], dtype=torch.float64).to(dev)
+    X, y, keep = X.to(dev), y.to(dev), keep.to(dev)
 
     def batch_fn(step, gen):
-        idx = (torch.rand(len(models), batch, generator=gen, dtype=torch.float64) * size[:, None]).long()
+        u = torch.rand(len(models), batch, generator=gen, dtype=torch.float64).to(dev)
+        idx = (u * size[:, None]).long()
         return X[src[:, None], idx], y[src[:, None], idx], keep[src[:, None], idx]
 
     def loss_fn(model, b):
@@ -209,7 +214,7 @@ def train_vits(models, X, y, keep, members, *, steps: int, lr: float, batch: int
         return nn.functional.cross_entropy(model(xb, kb), yb)
 
     return train_stacked(models, loss_fn, lr=lr, steps=steps, optimizer="adam", batch_fn=batch_fn,
-                         record_every=steps, generator=torch.Generator().manual_seed(seed))
+                         record_every=steps, generator=torch.Generator().manual_seed(seed), device=dev)
 
 
 @torch.no_grad()
@@ -250,12 +255,13 @@ def _per_removal(X, Y, keep):
 
 
 def accuracy_map(removals, Ns, seeds, *, arch: dict, steps: int, lr: float, batch: int, n_test: int,
-                 classes=tuple(range(10))) -> dict:
+                 classes=tuple(range(10)), device="cpu") -> dict:
     """Fig 2.6(a, b): test accuracy of the tiny ViT on digit ``classes`` over removal counts, N and seeds.
 
     Every image has a photo background. Seed ``s`` shuffles the digits, keeps the last ``n_test`` as its test
     set and draws its own crops, positions and removals; member ``(r, N, s)`` trains from scratch on the first
     ``N`` training images of seed ``s`` with ``r`` background tokens removed (training and test alike).
+    ``device``: where the models train (:func:`train_vits`); they are tested on the CPU.
 
     Returns:
         dict with ``acc`` ``(n_removals, n_N, n_seeds)``, ``alpha`` ``(n_removals,)`` and ``diverged``.
@@ -283,7 +289,8 @@ def accuracy_map(removals, Ns, seeds, *, arch: dict, steps: int, lr: float, batc
     Xs, Ys, Ks = _per_removal(X, Y, KEEP)
     members = np.array([(k * n_r + i, Ns[j]) for i, j, k in grid])
     models = _models(len(grid), dict(arch, n_classes=len(classes)), seed=int(seeds[0]))
-    res = train_vits(models, Xs, Ys, Ks, members, steps=steps, lr=lr, batch=batch, seed=int(seeds[0]))
+    res = train_vits(models, Xs, Ys, Ks, members, steps=steps, lr=lr, batch=batch, seed=int(seeds[0]),
+                     device=device)
     acc = np.zeros((n_r, len(Ns), n_seeds))
     test = slice(len(labels) - n_test, None)
     for m, (i, j, k) in zip(models, grid):
@@ -292,7 +299,8 @@ def accuracy_map(removals, Ns, seeds, *, arch: dict, steps: int, lr: float, batc
 
 
 def spurious_runs(removals, seeds, *, classes=(3, 8), n_test_per_class: int, photo_share=(0.9, 0.1),
-                  pre_sizes=(1000, 80), arch: dict, pre_steps: int, steps: int, lr: float, batch: int) -> dict:
+                  pre_sizes=(1000, 80), arch: dict, pre_steps: int, steps: int, lr: float, batch: int,
+                  device="cpu") -> dict:
     """Fig 2.6(c): two digit classes with a spurious photo background, fine-tuned from pre-trained tiny ViTs.
 
     Pre-training: the other eight digits, half on photo and half on clean backgrounds, with ``pre_sizes[m]``
@@ -301,7 +309,7 @@ def spurious_runs(removals, seeds, *, classes=(3, 8), n_test_per_class: int, pho
     head is re-initialised and all weights trained for ``steps`` steps with ``r`` background tokens removed in
     training and test. A third "initial model" trains from scratch. The test set holds ``n_test_per_class``
     images per class, each shown once on a photo and once on a clean background (50/50 classes and
-    backgrounds).
+    backgrounds). ``device``: where the models train (:func:`train_vits`); they are tested on the CPU.
 
     Returns:
         dict with ``acc`` ``(3, n_removals, n_seeds)`` (inits: many, few, scratch), ``alpha`` and ``diverged``.
@@ -332,7 +340,8 @@ def spurious_runs(removals, seeds, *, classes=(3, 8), n_test_per_class: int, pho
     pre_models = _models(2 * n_seeds, dict(arch, n_classes=len(others)), seed=2612)
     members = np.array([(k, pre_sizes[m]) for m in range(2) for k in range(n_seeds)])
     res = train_vits(pre_models, torch.tensor(np.stack(Xp), dtype=torch.float32), torch.tensor(np.stack(Yp)),
-                     torch.tensor(np.stack(Kp)), members, steps=pre_steps, lr=lr, batch=batch, seed=2613)
+                     torch.tensor(np.stack(Kp)), members, steps=pre_steps, lr=lr, batch=batch, seed=2613,
+                     device=device)
     diverged = int(res.diverged.sum())
     # fine-tuning data: per seed, a training set with the spurious split and a balanced test set
     n_r = len(removals)
@@ -363,7 +372,7 @@ def spurious_runs(removals, seeds, *, classes=(3, 8), n_test_per_class: int, pho
             body = {n: v for n, v in pre_models[m * n_seeds + k].state_dict().items() if not n.startswith("head.")}
             model.load_state_dict(body, strict=False)
     members = np.array([(k * n_r + i, n_train) for _, i, k in grid])
-    res = train_vits(models, Xs, Ys, Ks, members, steps=steps, lr=lr, batch=batch, seed=2626)
+    res = train_vits(models, Xs, Ys, Ks, members, steps=steps, lr=lr, batch=batch, seed=2626, device=device)
     diverged += int(res.diverged.sum())
     Xt, Yt, Kt = torch.tensor(np.stack(Xt), dtype=torch.float32), torch.tensor(np.stack(Yt)), torch.tensor(np.stack(Kt))
     acc = np.zeros((3, n_r, n_seeds))

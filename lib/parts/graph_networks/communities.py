@@ -25,7 +25,16 @@ import scipy.sparse.linalg as sla
 import torch
 
 from lib import train as trainer
-from lib.config import check_array, check_in, check_int, check_int_array, check_positive, check_range, check_seed
+from lib.config import (
+    check_array,
+    check_device,
+    check_in,
+    check_int,
+    check_int_array,
+    check_positive,
+    check_range,
+    check_seed,
+)
 from lib.graphs import generators
 from lib.models.mlp import MLP
 from lib.models.sgnn import SGNN
@@ -229,6 +238,7 @@ def run_sbm(
     kappa: float = 8.0,
     seed: int = 0,
     chunk: int = 200,
+    device="cpu",
 ) -> dict:
     """Train and test every model of Fig 2.4 at one SBM setting ``(a, b)``; one fresh graph per training step.
 
@@ -237,7 +247,9 @@ def run_sbm(
     each train with :func:`lib.train.train` on the same stream of graphs (the sGNN on its first ``sgnn_train``,
     default ``n_train``). Adam with
     learning rate ``lr``, gradient norm clipped at ``clip``, loss :func:`permutation_ce`. The test graphs (a
-    separate seed) also give the spectral baselines.
+    separate seed) also give the spectral baselines. ``device``: where the models train and are tested
+    (:func:`lib.config.check_device`); the graphs, features and initial weights are made on the CPU as before and
+    moved, and the overlaps come back as CPU arrays.
 
     Returns:
         dict with ``overlap`` (method -> float array of shape ``(n_test,)``; methods ``"GA-MLP-<op>"``,
@@ -261,6 +273,7 @@ def run_sbm(
     check_positive("clip", clip)
     check_int("seed", seed, minimum=0)
     check_int("chunk", chunk, minimum=1)
+    dev = check_device("device", device)
     operators = tuple(operators)
     out = {
         "overlap": {},
@@ -279,7 +292,7 @@ def run_sbm(
 
         def gamlp_batch(step, generator, op_stream=op_stream):
             _, y, feats = op_stream.get(step)
-            return torch.as_tensor(feats[0]), torch.as_tensor(y)
+            return torch.as_tensor(feats[0]).to(dev), torch.as_tensor(y).to(dev)
 
         def gamlp_loss(model, batch):
             x, y = batch
@@ -295,10 +308,11 @@ def run_sbm(
             clip_norm=clip,
             record_every=max(1, n_train // 50),
             progress=False,
+            device=dev,
         )
-        x = torch.as_tensor(power_features(test_edges, n, op, K, kappa=kappa))
+        x = torch.as_tensor(power_features(test_edges, n, op, K, kappa=kappa)).to(dev)
         with torch.no_grad():
-            pred = model(x).argmax(-1).numpy()
+            pred = model(x).argmax(-1).cpu().numpy()
         out["overlap"][f"GA-MLP-{op}"] = overlap(pred, test_labels)
         out["loss"][f"GA-MLP-{op}"] = res.history["loss"]
         out["diverged"][f"GA-MLP-{op}"] = bool(res.diverged)
@@ -310,11 +324,13 @@ def run_sbm(
 
         def sgnn_batch(step, generator):
             e, y, _ = sg_stream.get(step)
-            return _both_ways(e), torch.as_tensor(y)
+            return _both_ways(e).to(dev), torch.as_tensor(y).to(dev)
+
+        ones = torch.ones(n, 1, device=dev)
 
         def sgnn_loss(model, batch):
             ei, y = batch
-            return permutation_ce(model(torch.ones(n, 1), ei, n), y)
+            return permutation_ce(model(ones, ei, n), y)
 
         res = trainer.train(
             net,
@@ -326,10 +342,11 @@ def run_sbm(
             clip_norm=clip,
             record_every=max(1, sgnn_train // 50),
             progress=False,
+            device=dev,
         )
-        ei = torch.cat([_both_ways(e) + g * n for g, e in enumerate(test_edges)], dim=1)
+        ei = torch.cat([_both_ways(e) + g * n for g, e in enumerate(test_edges)], dim=1).to(dev)
         with torch.no_grad():
-            pred = net(torch.ones(n_test * n, 1), ei, n).argmax(-1).reshape(n_test, n).numpy()
+            pred = net(torch.ones(n_test * n, 1, device=dev), ei, n).argmax(-1).reshape(n_test, n).cpu().numpy()
         out["overlap"]["sGNN"] = overlap(pred, ytest.numpy())
         out["loss"]["sGNN"] = res.history["loss"]
         out["diverged"]["sGNN"] = bool(res.diverged)
@@ -337,6 +354,34 @@ def run_sbm(
     for method in SPECTRAL_METHODS:
         out["overlap"][f"spectral-{method}"] = spectral_overlaps(test_edges, test_labels, n, method)
     return out
+
+
+def paired_difference(first, second) -> tuple[float, float]:
+    """Mean and standard error of ``first - second`` over the same test graphs (the chapter's paired
+    comparison of two methods' overlaps, Fig 2.4)."""
+    a = check_array("first", first, ndim=1)
+    b = check_array("second", second, ndim=1)
+    if a.shape != b.shape or a.size < 2:
+        raise ValueError(f"first and second must hold one overlap per test graph (>= 2), got {a.shape}, {b.shape}")
+    d = a - b
+    return float(np.mean(d)), float(np.std(d) / np.sqrt(len(d)))
+
+
+def beats(first, second) -> bool:
+    """The chapter's rule for "method 1 beats method 2" at one setting: the paired mean difference of the overlaps
+    over the test graphs exceeds two standard errors (:func:`paired_difference`)."""
+    mean, se = paired_difference(first, second)
+    return mean > 2 * se
+
+
+#: "Comparable" in Fig 2.4 (the thesis gives no number): the paired mean difference is at most this, in overlap.
+COMPARABLE_BOUND = 0.1
+
+
+def comparable(first, second) -> bool:
+    """The chapter's rule for "method 1 is comparable to method 2" at one setting: the paired mean difference of
+    the overlaps is at most :data:`COMPARABLE_BOUND` in absolute value."""
+    return abs(paired_difference(first, second)[0]) <= COMPARABLE_BOUND
 
 
 def linear_readout_overlap(features: np.ndarray, labels: np.ndarray, k: int, seed: int = 0) -> float:

@@ -23,7 +23,7 @@ from math import comb
 import numpy as np
 import torch
 
-from lib.config import check_in, check_int, check_positive, check_seed
+from lib.config import check_device, check_in, check_int, check_positive, check_seed
 from lib.graphs.operators import adjacency, augmented_adjacency, propagate
 from lib.graphs.walks import attributed_walk_counts
 from lib.models.gnn import GIN, edge_index_of
@@ -89,7 +89,7 @@ def _relative_mse(pred: np.ndarray, y: np.ndarray, mask: np.ndarray) -> float:
 
 
 def fit_counting_model(G, length: int, model: str, *, mask: np.ndarray, width: int, lr: float, steps: int,
-                       K: int | None = None, seed: int = 0) -> dict:
+                       K: int | None = None, seed: int = 0, device="cpu") -> dict:
     """Train one model of Table 2.2 on the blue-walk labels of ``G`` and report its relative MSE.
 
     Args:
@@ -100,6 +100,8 @@ def fit_counting_model(G, length: int, model: str, *, mask: np.ndarray, width: i
         width: hidden width; lr: Adam learning rate (> 0); steps: full-batch steps (>= 1).
         K: number of operator powers of a GA-MLP (default ``length``).
         seed: torch seed of the initialisation.
+        device: where to train (:func:`lib.config.check_device`); the model is initialised on the CPU and
+            moved there with the graph's tensors; the predictions come back on the CPU.
 
     Returns:
         dict with ``train`` and ``test`` relative MSE (MSE / label variance of the split), ``pred`` (n,),
@@ -111,18 +113,19 @@ def fit_counting_model(G, length: int, model: str, *, mask: np.ndarray, width: i
     check_positive("lr", lr)
     check_int("steps", steps, minimum=1)
     check_seed("seed", seed)
+    dev = check_device("device", device)
     mask = np.asarray(mask, dtype=bool)
     n = G.number_of_nodes()
     if mask.shape != (n,) or mask.all() or not mask.any():
         raise ValueError(f"mask must be a boolean array of shape ({n},) with both splits non-empty")
     y = blue_walk_labels(G, length).astype(np.float64)
     mu, sd = y[mask].mean(), y[mask].std() or 1.0
-    yt = torch.as_tensor((y - mu) / sd, dtype=torch.float32)
-    m_t = torch.as_tensor(mask)
+    yt = torch.as_tensor((y - mu) / sd, dtype=torch.float32).to(dev)
+    m_t = torch.as_tensor(mask).to(dev)
     torch.manual_seed(seed)
     if model == "gin":
-        x = torch.as_tensor(parity_features(n), dtype=torch.float32)
-        ei = edge_index_of(G)
+        x = torch.as_tensor(parity_features(n), dtype=torch.float32).to(dev)
+        ei = edge_index_of(G).to(dev)
         net = GIN(2, width, length, 1, jk=True)
 
         def forward(net):
@@ -133,7 +136,7 @@ def fit_counting_model(G, length: int, model: str, *, mask: np.ndarray, width: i
         F = gamlp_design(G, model.split("-")[1], K)
         fm, fs = F[mask].mean(0), F[mask].std(0)
         F = (F - fm) / np.where(fs > 0, fs, 1.0)
-        f_t = torch.as_tensor(F, dtype=torch.float32)
+        f_t = torch.as_tensor(F, dtype=torch.float32).to(dev)
         net = MLP(F.shape[1], 1, depth=2, width=width)
 
         def forward(net):
@@ -143,9 +146,9 @@ def fit_counting_model(G, length: int, model: str, *, mask: np.ndarray, width: i
         return ((forward(net) - yt)[m_t] ** 2).mean()
 
     res = train(net, loss_fn, lr=lr, steps=steps, optimizer="adam", schedule=cosine_schedule(steps),
-                record_every=max(1, steps // 100), progress=False)
+                record_every=max(1, steps // 100), progress=False, device=dev)
     with torch.no_grad():
-        pred = forward(net).double().numpy() * sd + mu
+        pred = forward(net).double().cpu().numpy() * sd + mu
     return dict(
         train=_relative_mse(pred, y, mask),
         test=_relative_mse(pred, y, ~mask),
@@ -211,7 +214,7 @@ def handset_counts(G, length: int) -> np.ndarray:
     return np.rint(out).astype(np.int64), out
 
 
-def counting_table(graph: dict, length: int, split: str, n_train: int, models, seed: int = 0) -> dict:
+def counting_table(graph: dict, length: int, split: str, n_train: int, models, seed: int = 0, device="cpu") -> dict:
     """Train every model of ``models`` (rows ``(name, power multiple or None, width, lr, steps)``, see
     ``settings.COUNTING_MODELS``) on one graph and return ``name -> result`` of :func:`fit_counting_model`
     (without the predictions of the GA-MLPs), plus ``"labels"``.
@@ -220,6 +223,7 @@ def counting_table(graph: dict, length: int, split: str, n_train: int, models, s
         graph: ``dict(kind=..., ...)`` with ``kind`` ``"random_regular"`` (``n``, ``degree``, ``seed``) or
             ``"barabasi_albert"`` (``n``, ``m``, ``seed``).
         length: walk length; split, n_train: see :func:`split_nodes`; seed: initialisation and split seed.
+        device: where the models train (:func:`fit_counting_model`).
     """
     from lib.graphs import generators
 
@@ -233,10 +237,11 @@ def counting_table(graph: dict, length: int, split: str, n_train: int, models, s
     out: dict = {"labels": blue_walk_labels(G, length), "mask": mask}
     for name, mult, width, lr, steps in models:
         if name == "GIN":
-            res = fit_counting_model(G, length, "gin", mask=mask, width=width, lr=lr, steps=steps, seed=seed)
+            res = fit_counting_model(G, length, "gin", mask=mask, width=width, lr=lr, steps=steps, seed=seed,
+                                     device=device)
         else:
             op = "A1" if name.startswith("GA-MLP-A1") else "A"
             res = fit_counting_model(G, length, f"gamlp-{op}", mask=mask, width=width, lr=lr, steps=steps,
-                                     K=mult * length, seed=seed)
+                                     K=mult * length, seed=seed, device=device)
         out[name] = res
     return out

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from lib.config import check_array, check_int, check_positive, check_range
+from lib.config import check_array, check_device, check_int, check_positive, check_range
 from lib.curves import hitting_time
 from lib.data.tokens import repeat_prefix_tokens
 from lib.models.probes import induction_key_mask, prev_token_score
@@ -106,7 +106,7 @@ def _masked_loss_acc(logits, tokens, mask):
 
 
 def train_induction(setting: dict, *, seed: int = 0, steps: int | None = None, show: int | None = None,
-                    progress: bool = False) -> dict:
+                    progress: bool = False, device="cpu") -> dict:
     """Train a two-layer attention-only transformer with Adam on :func:`repeat_prefix_tokens` sequences.
 
     The loss is the next-token cross-entropy on the masked (repeated) positions; a fresh batch is drawn each
@@ -121,6 +121,9 @@ def train_induction(setting: dict, *, seed: int = 0, steps: int | None = None, s
         steps: overrides ``setting["steps"]``.
         show: index of the held-out sequence whose attention maps are kept (default: the first one with the
             longest prefix, which shows one clean copy).
+        device: where to train (:func:`lib.config.check_device`); the model is initialised and every batch drawn
+            on the CPU as before and moved there; the recorded arrays come back to the CPU (``model`` stays on
+            ``device``).
 
     Returns:
         dict of NumPy arrays, one row per recorded step: ``step``, ``loss`` (training batch), ``eval_loss``,
@@ -130,6 +133,7 @@ def train_induction(setting: dict, *, seed: int = 0, steps: int | None = None, s
     """
     s = dict(STANDIN_QUICK, **setting)
     check_int("seed", seed, minimum=0)
+    dev = check_device("device", device)
     steps = s["steps"] if steps is None else steps
     check_int("steps", steps, minimum=1)
     check_positive("lr", s["lr"])
@@ -143,32 +147,33 @@ def train_induction(setting: dict, *, seed: int = 0, steps: int | None = None, s
                                                  rng=EVAL_SEED)
     show = int(torch.argmax(ev_S)) if show is None else show
     check_int("show", show, minimum=0, maximum=s["eval_batch"] - 1)
+    ev_tok_dev, ev_mask_dev = ev_tok.to(dev), ev_mask.to(dev)
     g = np.random.default_rng(seed)
 
     def batch_fn(step, generator):
         tok, _, mask = repeat_prefix_tokens(s["batch"], T, V, s["seg_min"], s["seg_max"], rng=g)
-        return tok, mask
+        return tok.to(dev), mask.to(dev)
 
     def loss_fn(m, batch):
         tok, mask = batch
         return _masked_loss_acc(m(tok), tok, mask)[0]
 
     def record(m, step):
-        loss, acc = _masked_loss_acc(m(ev_tok), ev_tok, ev_mask)
-        A1, A2 = m.attention_maps
+        loss, acc = _masked_loss_acc(m(ev_tok_dev), ev_tok_dev, ev_mask_dev)
+        A1, A2 = (a.cpu() for a in m.attention_maps)
         return {
             "eval_loss": float(loss),
             "eval_acc": float(acc),
             "prev_score": prev_token_score(A1).mean(0).numpy().copy(),
             "ind_score": induction_score(A2, ev_tok).numpy().copy(),
-            "slopes1": m.blocks[0].attn.slopes.detach().numpy().copy(),
-            "slopes2": m.blocks[1].attn.slopes.detach().numpy().copy(),
+            "slopes1": m.blocks[0].attn.slopes.detach().cpu().numpy().copy(),
+            "slopes2": m.blocks[1].attn.slopes.detach().cpu().numpy().copy(),
             "maps1": A1[show].numpy().copy(),
             "maps2": A2[show].numpy().copy(),
         }
 
     res = train(model, loss_fn, lr=s["lr"], steps=steps, optimizer="adam", batch_fn=batch_fn, record=record,
-                record_every=s["record_every"], progress=progress)
+                record_every=s["record_every"], progress=progress, device=dev)
     out = dict(res.history)
     out.update(tokens=ev_tok[show].numpy(), S=int(ev_S[show]), chance_loss=float(np.log(V)), diverged=res.diverged,
                model=model)

@@ -27,7 +27,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from lib.config import check_in, check_int, check_range, check_seed
+from lib.config import check_device, check_in, check_int, check_range, check_seed
 from lib.models.laser import low_rank
 from lib.models.transformer import Transformer, TransformerConfig
 from lib.parts.memorisation.noisy_recall import FROZEN, init_code_scale, recall_model
@@ -119,7 +119,7 @@ def ioi_scores(model: Transformer, test: torch.Tensor, rank: int = 2) -> dict:
         ``{"full" | "drop_last" | "laser": {"loss", "acc", "p_correct", "p_noise"}}`` (floats).
     """
     check_int("rank", rank, minimum=0)
-    test = torch.as_tensor(test)
+    test = torch.as_tensor(test).to(next(model.parameters()).device)  # to the model (a no-op on the CPU)
     if test.ndim != 2:
         raise ValueError(f"test must be (B, T + 1), got shape {tuple(test.shape)}")
     x, y = test[:, :-1], test[:, -1]
@@ -163,7 +163,8 @@ class _LowRankMLP(nn.Module):
         return self.ffn.fc2(F.relu(F.linear(x, self.W1, self.ffn.fc1.bias)))
 
 
-def train_ioi(setting: dict, n_layers: int, optimizer: str, seed: int = 0, record_every: int = 100) -> dict:
+def train_ioi(setting: dict, n_layers: int, optimizer: str, seed: int = 0, record_every: int = 100,
+              device="cpu") -> dict:
     """Train an ``L``-layer model (4.1) on the synthetic IOI task (App. C.8) through ``lib.train.train``.
 
     Cross-entropy at the final trigger only (the one position whose target the data fixes), fresh batches each
@@ -177,6 +178,8 @@ def train_ioi(setting: dict, n_layers: int, optimizer: str, seed: int = 0, recor
         optimizer: ``"sgd"`` or ``"adam"``.
         seed: seeds the initialisation, the batches and the test set.
         record_every: period of the recorded :func:`ioi_scores`.
+        device: where to train (:func:`lib.config.check_device`); initialisation and batches are drawn on the
+            CPU from the same seeds and moved; ``model`` is returned there, ``test`` on the CPU.
 
     Returns:
         dict with ``model``, ``history`` (step and the scores as ``{variant}_{score}`` lists), ``diverged``, ``test``.
@@ -184,12 +187,13 @@ def train_ioi(setting: dict, n_layers: int, optimizer: str, seed: int = 0, recor
     check_int("n_layers", n_layers, minimum=1)
     check_in("optimizer", optimizer, ("sgd", "adam"))
     check_int("seed", seed, minimum=0)
+    dev = check_device("device", device)
     N, T, B = setting["n_tokens"], setting["T"], setting["batch"]
     model = recall_model(N, setting["d"], T, ffn=("mlp",) * n_layers, seed=seed)
     test, _, _ = sample_ioi(N, T, setting["n_test"], 0.0, generator=torch.Generator().manual_seed(10_000 + seed))
 
     def batch_fn(step, g):
-        return sample_ioi(N, T, B, setting["alpha"], generator=g)[0]
+        return sample_ioi(N, T, B, setting["alpha"], generator=g)[0].to(dev)
 
     def loss_fn(m, z):
         return F.cross_entropy(m(z[:, :-1])[:, -1], z[:, -1])
@@ -214,15 +218,16 @@ def train_ioi(setting: dict, n_layers: int, optimizer: str, seed: int = 0, recor
         record_every=record_every,
         generator=torch.Generator().manual_seed(seed),
         progress=False,
+        device=dev,
         **kw,
     )
     return {"model": model, "history": res.history, "diverged": res.diverged, "test": test}
 
 
-def ioi_experiment(setting: dict, n_layers: int, optimizer: str, seed: int = 0) -> dict:
-    """One cacheable :func:`train_ioi` run (plain data, for :func:`lib.sweep.cached_call`): the history, the final
-    :func:`ioi_scores` and ``diverged``."""
-    run = train_ioi(setting, n_layers, optimizer, seed)
+def ioi_experiment(setting: dict, n_layers: int, optimizer: str, seed: int = 0, device="cpu") -> dict:
+    """One cacheable :func:`train_ioi` run (plain data, for :func:`lib.sweep.cached_call`; on ``device``): the
+    history, the final :func:`ioi_scores` and ``diverged``."""
+    run = train_ioi(setting, n_layers, optimizer, seed, device=device)
     return {
         "history": {k: np.asarray(v) for k, v in run["history"].items()},
         "final": ioi_scores(run["model"], run["test"], setting["laser_rank"]),
@@ -283,7 +288,7 @@ def split_model(n_tokens: int, d: int, T: int, h_attn: int, h_mlp: int, n_layers
     return init_code_scale(Transformer(cfg))
 
 
-def bigram_split_loss(setting: dict, h_attn: int, h_mlp: int, lr: float, seed: int = 0) -> dict:
+def bigram_split_loss(setting: dict, h_attn: int, h_mlp: int, lr: float, seed: int = 0, device="cpu") -> dict:
     """Fig 4.14, one configuration: train :func:`split_model` on the noisy recall chain of Sec 4.4 (next-token
     cross-entropy at every position, SGD with momentum and weight decay, ``setting["steps"]`` steps) and measure
     the loss on the bigram positions (current token neither a trigger nor ``tau``: the next token is drawn from
@@ -293,18 +298,20 @@ def bigram_split_loss(setting: dict, h_attn: int, h_mlp: int, lr: float, seed: i
         setting: dict with ``n_chars``, ``d``, ``T``, ``batch``, ``alpha``, ``steps``, ``momentum``,
             ``weight_decay``, ``n_test`` (see ``settings.SPLIT_FULL``).
         h_attn, h_mlp: widths (:func:`split_widths`); lr: SGD learning rate (> 0); seed: initialisation, batches.
+        device: where to train (:func:`lib.config.check_device`; draws on the CPU, moved there).
 
     Returns:
         dict: ``bigram_loss`` (held-out, nan if diverged), ``entropy`` (the bigram's conditional entropy at those
         positions, the floor), ``n_params`` (trained weights), ``diverged``.
     """
     check_int("seed", seed, minimum=0)
+    dev = check_device("device", device)
     N, T, B = setting["n_chars"], setting["T"], setting["batch"]
     _, pi_u, pi_b = char_bigram(N)
     model = split_model(N, setting["d"], T, h_attn, h_mlp, seed=seed)
 
     def batch_fn(step, g):
-        return sample_recall(pi_u, pi_b, B, T, setting["alpha"], generator=g)[0]
+        return sample_recall(pi_u, pi_b, B, T, setting["alpha"], generator=g)[0].to(dev)
 
     def loss_fn(m, z):
         return F.cross_entropy(m(z[:, :-1]).reshape(-1, N + 1), z[:, 1:].reshape(-1))
@@ -322,12 +329,13 @@ def bigram_split_loss(setting: dict, h_attn: int, h_mlp: int, lr: float, seed: i
         record_every=setting["steps"],
         generator=torch.Generator().manual_seed(seed),
         progress=False,
+        device=dev,
     )
     z, _ = sample_recall(pi_u, pi_b, setting["n_test"], T, setting["alpha"], generator=torch.Generator().manual_seed(7))
     x, y = z[:, :-1], z[:, 1:]
     pos = (x != 0) & (x != N)  # trigger q = 0 (as in sample_recall's default) and the noise token
     with torch.no_grad():
-        loss = float(F.cross_entropy(model(x)[pos], y[pos]))
+        loss = float(F.cross_entropy(model(x.to(dev))[pos.to(dev)], y[pos].to(dev)))
     p = pi_b[x[pos]]
     entropy = float(-(p * torch.log(p.clamp_min(1e-300))).sum(1).mean())
     n_params = sum(p.numel() for n, p in model.named_parameters() if n not in FROZEN)

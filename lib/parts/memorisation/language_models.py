@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from lib.config import check_int, check_range
+from lib.config import check_device, check_int, check_range
 from lib.models.hf import tiny_gpt_neox
 from lib.models.laser import laser
 from lib.train import train
@@ -147,13 +147,14 @@ def probe(model, prompts=None) -> dict[str, float]:
         ``p_io``, ``p_s``, ``p_the_ioi`` (IOI prompt) and ``p_k``, ``p_the_fact`` (fact prompt).
     """
     prompts = prompts or probe_prompts()
-    ids, L, io, s = prompts["ioi"]
+    dev = next(model.parameters()).device  # the prompts are moved to the model (no-ops on the CPU)
+    ids, L, io, s = (t.to(dev) if isinstance(t, torch.Tensor) else t for t in prompts["ioi"])
     p = torch.softmax(model(ids[:, :L]).logits[:, -1], -1)
-    r = torch.arange(len(io))
+    r = torch.arange(len(io), device=dev)
     out = {"p_io": p[r, io].mean().item(), "p_s": p[r, s].mean().item(), "p_the_ioi": p[:, TOKEN["the"]].mean().item()}
-    ids, L, k = prompts["fact"]
+    ids, L, k = (t.to(dev) if isinstance(t, torch.Tensor) else t for t in prompts["fact"])
     p = torch.softmax(model(ids[:, :L]).logits[:, -1], -1)
-    out["p_k"] = p[torch.arange(len(k)), k].mean().item()
+    out["p_k"] = p[torch.arange(len(k), device=dev), k].mean().item()
     out["p_the_fact"] = p[:, TOKEN["the"]].mean().item()
     return out
 
@@ -167,6 +168,7 @@ def train_template_lm(
     seed: int = 0,
     record_steps=(),
     dog_fraction: float = 0.2,
+    device="cpu",
 ):
     """Train a tiny GPT-NeoX on the template corpus with AdamW, probing along training.
 
@@ -179,6 +181,8 @@ def train_template_lm(
         seed: seed of the initialisation and the data.
         record_steps: steps at which to probe (``probe``'s five probabilities).
         dog_fraction: see :func:`template_sentence`.
+        device: where to train (:func:`lib.config.check_device`); the model is initialised and the batches
+            drawn on the CPU as before and moved there; ``model`` is returned there.
 
     Returns:
         ``(model, history)`` with ``history`` a dict of lists keyed ``step`` and :func:`probe`'s names, plus
@@ -186,6 +190,7 @@ def train_template_lm(
     """
     check_int("steps", steps, minimum=1)
     check_int("d_model", d_model, minimum=4)
+    dev = check_device("device", device)
     if not lr > 0:
         raise ValueError(f"lr must be > 0, got {lr}")
     model = tiny_gpt_neox(len(VOCAB), d_model=d_model, n_layers=n_layers, n_heads=2, max_len=SEQ_LEN, seed=seed)
@@ -193,7 +198,8 @@ def train_template_lm(
     prompts = probe_prompts()
 
     def batch_fn(step, generator):
-        return corpus_batch(batch, data_rng, dog_fraction=dog_fraction)
+        ids, mask = corpus_batch(batch, data_rng, dog_fraction=dog_fraction)
+        return ids.to(dev), mask.to(dev)
 
     def record(m, step):
         m.eval()
@@ -212,6 +218,7 @@ def train_template_lm(
         record_every=sorted(set(record_steps)) or steps,
         progress=False,
         weight_decay=0.0,
+        device=dev,
     )
     model.eval()
     hist = {k: [float(v) for v in vals] for k, vals in res.history.items() if k in ("step", *probe(model, prompts))}
@@ -247,13 +254,16 @@ def laser_sweep(model, ranks, prompts=None) -> dict:
     return {"ranks": ranks, "layers": len(layers), "probe": out, "full": full, "keys": keys}
 
 
-def run_template_lm(steps: int, batch: int, d_model: int, n_layers: int, lr: float, seed: int, record_steps, ranks):
-    """Train (:func:`train_template_lm`) and sweep LASER (:func:`laser_sweep`); plain data only, for caching.
+def run_template_lm(steps: int, batch: int, d_model: int, n_layers: int, lr: float, seed: int, record_steps, ranks,
+                    device="cpu"):
+    """Train (:func:`train_template_lm`, on ``device``) and sweep LASER (:func:`laser_sweep`); plain data only,
+    for caching.
 
     Returns:
         ``{"history": ..., "sweep": ...}`` with the sweep's ``probe`` as a NumPy array.
     """
     model, hist = train_template_lm(
-        steps=steps, batch=batch, d_model=d_model, n_layers=n_layers, lr=lr, seed=seed, record_steps=record_steps
+        steps=steps, batch=batch, d_model=d_model, n_layers=n_layers, lr=lr, seed=seed, record_steps=record_steps,
+        device=device,
     )
     return {"history": hist, "sweep": laser_sweep(model, ranks)}

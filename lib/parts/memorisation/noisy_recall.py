@@ -26,7 +26,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from lib.config import check_int, check_range
+from lib.config import check_device, check_int, check_range
 from lib.models.laser import laser_rank, low_rank
 from lib.models.probes import induction_key_mask
 from lib.models.transformer import Transformer, TransformerConfig
@@ -176,11 +176,11 @@ def recall_metrics(model: Transformer, clean: tuple, noisy: tuple, triggers=(0,)
             out[f"p_noise_rho{r:g}"] = float(logp[:, tau].exp().mean())
             out[f"loss_rho{r:g}"] = float(-logp.gather(1, tgt[:, None]).mean())
         T = x.shape[1]
-        i = torch.arange(1, T)
+        i = torch.arange(1, T, device=x.device)
         out["prev1"] = float(A1[:, i, i - 1].mean())
         ffn = model.blocks[1].ffn
         if ffn is not None:
-            lg = model.head(ffn(model.embed.weight[torch.as_tensor(triggers[:1])]))[0]
+            lg = model.head(ffn(model.embed.weight[torch.as_tensor(triggers[:1], device=x.device)]))[0]
             out["ff2_margin"] = float(lg[tau] - lg[:tau].max())
         else:
             out["ff2_margin"] = float("nan")
@@ -209,6 +209,7 @@ def train_recall(
     triggers=(0,),
     ffn=("mlp", "mlp"),
     record_steps=None,
+    device="cpu",
 ) -> dict:
     """Train model (4.1) on the noisy recall task with SGD (momentum, weight decay) through ``lib.train.train``.
 
@@ -221,6 +222,9 @@ def train_recall(
         model: continue from this model (deep-copied) instead of a fresh :func:`recall_model`.
         triggers: trigger ids; ffn: kinds of ``F_1``, ``F_2``.
         record_steps: steps at which :func:`recall_metrics` is recorded (default :func:`log_steps`).
+        device: where to train (:func:`lib.config.check_device`): the model is initialised, and every batch
+            drawn, on the CPU from the same seeds and moved there; ``model`` is returned there, the evaluation
+            batches on the CPU.
 
     Returns:
         dict with ``model`` (trained), ``history`` (step -> arrays), ``diverged``, ``diverged_step``, ``alphabet``,
@@ -228,6 +232,7 @@ def train_recall(
     """
     check_int("steps", steps, minimum=0)
     check_int("seed", seed, minimum=0)
+    dev = check_device("device", device)
     alpha = setting["alpha"] if alpha is None else alpha
     check_range("alpha", alpha, 0.0, 1.0)
     N, T, B = setting["n_chars"], setting["T"], setting["batch"]
@@ -236,10 +241,11 @@ def train_recall(
     g_eval = torch.Generator().manual_seed(10_000 + seed)
     clean = sample_recall(pi_u, pi_b, setting["n_test"], T, 0.0, triggers, g_eval)
     noisy = sample_recall(pi_u, pi_b, setting["n_test"], T, setting["alpha"], triggers, g_eval)
+    clean_dev, noisy_dev = (tuple(t.to(dev) for t in b) for b in (clean, noisy))
 
     def batch_fn(step, g):
         z, _ = sample_recall(pi_u, pi_b, B, T, alpha, triggers, g)
-        return z
+        return z.to(dev)
 
     def loss_fn(m, z):
         x, y = z[:, :-1], z[:, 1:]
@@ -256,10 +262,11 @@ def train_recall(
         momentum=setting["momentum"],
         weight_decay=setting["weight_decay"],
         frozen=FROZEN,
-        record=lambda m, s: recall_metrics(m, clean, noisy, triggers),
+        record=lambda m, s: recall_metrics(m, clean_dev, noisy_dev, triggers),
         record_every=record_steps if record_steps is not None else log_steps(steps),
         generator=torch.Generator().manual_seed(seed),
         progress=False,
+        device=dev,
     )
     return {
         "model": model,
@@ -292,10 +299,12 @@ def probe_maps(model: Transformer) -> dict:
 
 
 def recall_experiment(
-    setting: dict, steps: int, seed: int = 0, triggers=(0,), ffn=("mlp", "mlp"), pretrain_steps: int = 0
+    setting: dict, steps: int, seed: int = 0, triggers=(0,), ffn=("mlp", "mlp"), pretrain_steps: int = 0,
+    device="cpu",
 ) -> dict:
     """One cacheable run (plain data only, for :func:`lib.sweep.cached_call`): optional clean pre-training
-    (``alpha = 0``) for ``pretrain_steps``, then ``steps`` of training at ``setting["alpha"]``.
+    (``alpha = 0``) for ``pretrain_steps``, then ``steps`` of training at ``setting["alpha"]``; ``device`` as
+    for :func:`train_recall` (the states come back on the CPU).
 
     Returns:
         dict with ``history`` (the noisy phase), ``pre_history`` (start and end of pre-training; empty
@@ -307,12 +316,12 @@ def recall_experiment(
     model = None
     if pretrain_steps:
         pre = train_recall(  # measured only at its start and end: nothing plots the clean phase
-            setting, pretrain_steps, seed=seed, alpha=0.0, triggers=triggers, ffn=ffn, record_steps=[0]
+            setting, pretrain_steps, seed=seed, alpha=0.0, triggers=triggers, ffn=ffn, record_steps=[0], device=device
         )
         model, pre_hist = pre["model"], pre["history"]
-        pre_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-    run = train_recall(setting, steps, seed=seed, model=model, triggers=triggers, ffn=ffn)
-    state = {k: v.detach().clone() for k, v in run["model"].state_dict().items()}
+        pre_state = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
+    run = train_recall(setting, steps, seed=seed, model=model, triggers=triggers, ffn=ffn, device=device)
+    state = {k: v.detach().cpu().clone() for k, v in run["model"].state_dict().items()}
     return {
         "history": run["history"],
         "pre_history": pre_hist,

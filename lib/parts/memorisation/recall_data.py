@@ -146,7 +146,7 @@ def repeated_trigger_mask(tokens: torch.Tensor, triggers) -> torch.Tensor:
     if tokens.ndim != 2:
         raise ValueError(f"tokens must have shape (B, T), got {tuple(tokens.shape)}")
     trig = torch.as_tensor(triggers, dtype=torch.int64).reshape(-1)
-    out = torch.zeros(tokens.shape, dtype=torch.bool)
+    out = torch.zeros(tokens.shape, dtype=torch.bool, device=tokens.device)
     for q in trig.tolist():
         hit = tokens == q
         out |= hit & (hit.cumsum(1) >= 2)

@@ -1,0 +1,245 @@
+"""lib.paper_scale end to end on the CPU, with the named runs' smoke configurations: the listing, a run writing its
+result and provenance, resuming after an interruption without redoing finished pieces, stale results, the ledger,
+and that the ledger's rules are the chapters' own."""
+
+import json
+import re
+import shutil
+
+import numpy as np
+import pytest
+
+from lib import paper_scale as ps
+from lib.config import REPO_ROOT
+
+
+@pytest.fixture
+def work(tmp_path, monkeypatch):
+    monkeypatch.setenv("ELD_PAPER_SCALE_DIR", str(tmp_path / "work"))
+    return tmp_path
+
+
+def test_at_least_four_named_runs_from_three_parts():
+    runs = ps.paper_runs()
+    assert len(runs) >= 4
+    assert len({r.chapter.split("/")[1] for r in runs.values()}) >= 3
+    for r in runs.values():
+        assert r.chapter.startswith("notebooks/") and (REPO_ROOT / f"{r.chapter}.md").is_file()
+        assert r.pieces(r.config) and r.pieces(r.smoke)
+
+
+def test_list_prints_every_run_with_a_cost(capsys):
+    assert ps._main(["--list"]) == 0
+    out = capsys.readouterr().out
+    for name in ps.paper_runs():
+        assert re.search(rf"^{name}: ", out, re.M), name
+    assert out.count("cost: ") == len(ps.paper_runs()) and "model-steps" in out
+
+
+@pytest.mark.parametrize("name", sorted(ps.paper_runs()))
+def test_smoke_run_writes_result_and_provenance(work, name):
+    path = ps.run(name, smoke=True, out_dir=work / "out", progress=False)
+    meta = json.loads(path.read_text())
+    for key in ("config", "commit", "code_hash", "code_files", "device", "device_name", "torch", "wall_seconds",
+                "date", "pieces"):
+        assert key in meta, key
+    assert meta["smoke"] is True and meta["device"] == "cpu" and meta["code_hash"] == ps.code_hash(name)
+    assert meta["config"] == ps._canonical(ps.paper_runs()[name].smoke)
+    assert re.fullmatch(r"[0-9a-f]{40}.*|unknown", meta["commit"])
+    arrays, meta2 = ps.load_result(name, work / "out")
+    assert meta2 == meta and all(isinstance(v, np.ndarray) for v in arrays.values())
+    r = ps.paper_runs()[name]
+    for claim in r.claims(arrays, r.smoke):
+        assert claim["status"] in ("reproduced", "partly reproduced", "not reproduced", "inconclusive")
+    assert ps.result_state(name, meta) == "smoke"
+
+
+def test_smoke_results_never_go_to_the_committed_results_by_default(work):
+    path = ps.run("gt_fig33b", smoke=True, progress=False)
+    assert ps.RESULTS_DIR not in path.parents and (work / "work") in path.parents
+
+
+def test_an_interrupted_run_resumes_from_its_finished_pieces(work, monkeypatch):
+    import lib.parts.generalisation.paper_runs as gpr
+
+    original, calls = gpr.train_gt, []
+
+    def counting(*args, **kw):
+        calls.append(args[3:5])
+        if len(calls) == 2 and crash["on"]:
+            raise KeyboardInterrupt  # the machine goes away during the second piece
+        return original(*args, **kw)
+
+    crash = {"on": True}
+    monkeypatch.setattr(gpr, "train_gt", counting)
+    with pytest.raises(KeyboardInterrupt):
+        ps.run("gt_fig33b", smoke=True, out_dir=work / "out", progress=False)
+    assert ps.piece_status("gt_fig33b", smoke=True, device="cpu") == [True, False, False]
+    assert not (work / "out" / "gt_fig33b.json").exists()
+    crash["on"], calls[:] = False, []
+    assert ps.run("gt_fig33b", smoke=True, out_dir=work / "out", progress=False, max_pieces=1) is None
+    assert len(calls) == 1 and ps.piece_status("gt_fig33b", smoke=True, device="cpu") == [True, True, False]
+    assert ps.run("gt_fig33b", smoke=True, out_dir=work / "out", progress=False) is not None
+    assert len(calls) == 2  # the first piece was never run again
+    calls[:] = []
+    ps.run("gt_fig33b", smoke=True, out_dir=work / "out", progress=False)
+    assert calls == []  # everything stored: only the result is written again
+
+
+def test_cli_stops_after_max_pieces_and_says_how_far(work, capsys):
+    assert ps._main(["gt_fig33a", "--smoke", "--max-pieces", "1", "--no-progress", "--out", str(work)]) == 3
+    assert "1 of 3 pieces stored" in capsys.readouterr().out
+
+
+def _as_paper_scale(name, out, monkeypatch):
+    """Register the smoke configuration as the run's paper-scale one and relabel the smoke result as a
+    paper-scale result of it (for the ledger and stale checks; the code is the same, so is its hash)."""
+    import dataclasses
+
+    import lib.parts.generalisation.paper_runs as gpr
+
+    runs = [dataclasses.replace(r, config=r.smoke) if r.name == name else r for r in gpr.GENERALISATION_PAPER_RUNS]
+    monkeypatch.setattr(gpr, "GENERALISATION_PAPER_RUNS", runs)
+    path = out / f"{name}.json"
+    meta = json.loads(path.read_text())
+    meta.update(smoke=False)
+    path.write_text(json.dumps(meta))
+    return meta
+
+
+def test_stale_when_code_hash_or_configuration_no_longer_match(work, monkeypatch):
+    name = "gt_fig33b"
+    ps.run(name, smoke=True, out_dir=work / "out", progress=False)
+    meta = _as_paper_scale(name, work / "out", monkeypatch)
+    assert ps.result_state(name, meta) == "current"
+    assert ps.result_state(name, dict(meta, code_hash="0" * 64)) == "stale: the code it ran has changed since"
+    other = dict(meta, config=dict(meta["config"], seeds=[0]))
+    assert ps.result_state(name, other) == "stale: its configuration is no longer the registered one"
+
+
+def test_code_hash_follows_the_source_of_the_files_it_covers(tmp_path, monkeypatch):
+    name = "sbm_fig24"
+    before, files = ps.code_hash(name), ps.code_files(name)
+    assert "lib/parts/graph_networks/communities.py" in files and "lib/train.py" in files
+    assert not any("concept_learning" in f or "generalisation" in f for f in files)
+    shutil.copytree(REPO_ROOT / "lib", tmp_path / "lib")
+    monkeypatch.setattr(ps, "REPO_ROOT", tmp_path)
+    assert ps.code_hash(name) == before
+    with open(tmp_path / "lib" / "train.py", "a") as fh:
+        fh.write("\n# an edit\n")
+    assert ps.code_hash(name) != before
+    unrelated = tmp_path / "lib" / "parts" / "concept_learning" / "diffusion.py"
+    after = ps.code_hash(name)
+    unrelated.write_text(unrelated.read_text() + "\n# an edit elsewhere\n")
+    assert ps.code_hash(name) == after
+
+
+def test_ledger_without_results_lists_every_claim_with_no_status(work):
+    rows = ps.ledger(work / "empty")
+    assert {r["run"] for r in rows} == set(ps.paper_runs())
+    assert all(r["state"] == "none" and r["status"] is None and r["rule"] for r in rows)
+
+
+def test_ledger_shows_current_results_and_never_a_stale_or_smoke_one_as_current(work, monkeypatch):
+    name = "gt_fig33b"
+    ps.run(name, smoke=True, out_dir=work / "out", progress=False)
+    rows = [r for r in ps.ledger(work / "out") if r["run"] == name]
+    assert all(r["state"] == "none" and r["status"] is None for r in rows)  # a smoke result is not paper-scale
+    meta = _as_paper_scale(name, work / "out", monkeypatch)
+    cpu = [{"docname": ps.paper_runs()[name].chapter, "statement": rows[0]["statement"] + " ...",
+            "status": "inconclusive"}]
+    rows = [r for r in ps.ledger(work / "out", cpu) if r["run"] == name]
+    assert all(r["state"] == "current" and r["status"] and r["device"] and r["date"] for r in rows)
+    assert rows[0]["cpu"] == ["inconclusive"]
+    (work / "out" / f"{name}.json").write_text(json.dumps(dict(meta, code_hash="f" * 64)))
+    rows = [r for r in ps.ledger(work / "out") if r["run"] == name]
+    assert all(r["state"].startswith("stale") and r["status"] is None for r in rows)
+
+
+def test_the_ledger_rules_are_the_chapters():
+    from lib.parts.concept_learning.paper_runs import FIG6_RULES
+    from lib.parts.generalisation.paper_runs import GT_LEVEL
+
+    text = (REPO_ROOT / "notebooks/concept_learning/03_diffusion.md").read_text()
+    for const, key in (("LEVEL", "level"), ("BEND", "bend"), ("BEND_SE", "bend_se"), ("DECAY", "decay"),
+                       ("BUMP", "bump"), ("BUMP_SE", "bump_se")):
+        m = re.search(rf"^{const} = \(?\s*([0-9.]+)", text, re.M)
+        assert m and float(m.group(1)) == FIG6_RULES[key], const
+    gt_text = (REPO_ROOT / "notebooks/generalisation/02_graph_transformers.md").read_text()
+    assert float(re.search(r"^LEVEL = ([0-9.]+)", gt_text, re.M).group(1)) == GT_LEVEL
+    assert "scaling.boundary_exponent(" in gt_text
+    sbm_text = (REPO_ROOT / "notebooks/graph_networks/03_communities.md").read_text()
+    assert "cm.beats(" in sbm_text and "cm.comparable(" in sbm_text
+
+
+def test_every_ledger_claim_stands_beside_a_claim_of_its_chapter():
+    for r in ps.paper_runs().values():
+        text = re.sub(r'"\s*\n\s*"', "", (REPO_ROOT / f"{r.chapter}.md").read_text())
+        text = text.replace("{{", "{").replace("}}", "}")  # f-strings' literal braces
+        for c in r.claims(None, r.config):
+            # a statement the chapter builds with an f-string is found by its literal start
+            assert c["cpu"] in text or c["cpu"].split("(")[0] in text, (r.name, c["cpu"])
+
+
+def test_bad_arguments_name_them(work):
+    with pytest.raises(ValueError, match="name"):
+        ps.run("no_such_run")
+    with pytest.raises(ValueError, match="max_pieces"):
+        ps.run("gt_fig33b", smoke=True, max_pieces=0)
+    with pytest.raises(ValueError, match="device"):
+        ps.run("gt_fig33b", smoke=True, device="gpu")
+    with pytest.raises(ValueError, match="smoke"):
+        ps.piece_status("gt_fig33b", smoke="yes")
+
+
+def _ext():
+    import sys
+
+    sys.path.insert(0, str(REPO_ROOT / "book" / "_ext"))
+    import eld_paper_scale
+
+    return eld_paper_scale
+
+
+def test_the_page_shows_stale_as_stale_and_never_as_a_status():
+    row = dict(run="gt_fig33b", title="t", chapter="notebooks/x", source="Fig 3.3(b)", statement="s",
+               cpu=["reproduced"],
+               state="stale: the code it ran has changed since", status=None, measured="", rule="r", device="GPU",
+               date="d")
+    page = _ext().ledger_html([row], lambda d: d + ".html")
+    assert "stale: the code it ran has changed since" in page and "(not current; rerun it)" in page
+    assert "No paper-scale results are committed yet" in page
+    current = dict(row, state="current", status="not reproduced", measured="m")
+    page = _ext().ledger_html([current], lambda d: d + ".html")
+    assert "<strong>not reproduced</strong>" in page and "committed yet" not in page
+
+
+def test_a_sphinx_build_renders_the_ledger_with_this_builds_cpu_claims(tmp_path):
+    import subprocess
+    import sys
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "conf.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(REPO_ROOT / 'book' / '_ext')!r})\nextensions = ['eld_paper_scale']\n")
+    (src / "index.rst").write_text("Ledger\n======\n\n.. eld-paper-scale-ledger::\n")
+    claims = tmp_path / "claims"  # next to the html output, as the book writes them
+    claims.mkdir()
+    (claims / "notebooks__generalisation__02_graph_transformers.json").write_text(json.dumps({"claims": [
+        {"statement": "The labelled nodes needed for success grow like (1 - ε_S)^-2", "status": "inconclusive"}]}))
+    out = tmp_path / "html"
+    subprocess.run([sys.executable, "-m", "sphinx", "-q", "-b", "html", str(src), str(out)], check=True)
+    page = (out / "index.html").read_text()
+    committed = any(ps.RESULTS_DIR.glob("*.json"))
+    assert committed or "No paper-scale results are committed yet" in page
+    for name in ps.paper_runs():
+        assert f"<code>{name}</code>" in page
+    row = re.search(r"<tr><td><code>gt_fig33b</code>.*?</tr>", page, re.S).group(0)
+    assert "<td>inconclusive</td>" in row
+
+
+def test_the_book_loads_the_paper_scale_extension():
+    import yaml
+
+    cfg = yaml.safe_load((REPO_ROOT / "_config.yml").read_text())
+    assert cfg["sphinx"]["local_extensions"]["eld_paper_scale"] == "book/_ext"
