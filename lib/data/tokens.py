@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from lib.config import check_int, check_positive, check_range
+from lib.config import check_array, check_int, check_positive, check_range
 
 
 def as_generator(rng=None) -> np.random.Generator:
@@ -219,6 +219,8 @@ def pattern_sequences(
     Returns:
         tokens ``(B, L, d)`` and the pattern index of every token ``(B, L)`` (int64).
     """
+    check_array("labels", labels)
+    check_array("patterns", patterns)
     check_int("L", L, minimum=1)
     check_range("alpha_star", alpha_star, 0, 1, lo_open=True)
     check_range("alpha_hash", alpha_hash, 0, alpha_star, hi_open=True)

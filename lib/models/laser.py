@@ -72,7 +72,6 @@ def _weight_of(target):
     return w
 
 
-@contextlib.contextmanager
 def laser(target, rank: int | None = None, fraction: float | None = None):
     """Temporarily replace a weight by its rank-``k`` truncation.
 
@@ -92,6 +91,12 @@ def laser(target, rank: int | None = None, fraction: float | None = None):
         raise ValueError(f"the weight must be 2-D, got shape {tuple(W.shape)}")
     k = laser_rank(W.shape, fraction) if fraction is not None else rank
     check_int("rank", k, minimum=0)
+    return _truncated(W, k)
+
+
+@contextlib.contextmanager
+def _truncated(W: torch.Tensor, k: int):
+    """The context of :func:`laser` (its arguments are checked when it is called, before ``with`` enters)."""
     saved = W.detach().clone()
     with torch.no_grad():
         W.copy_(low_rank(saved, k))

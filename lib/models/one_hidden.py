@@ -185,6 +185,9 @@ def newton_critical_point(
         dict with ``W``, ``grad_norm`` (final ‖∇f_n‖_F per member) and ``min_eig`` (smallest Hessian eigenvalue
         at the end; positive means a strict local minimum).
     """
+    check_array("W0", W0)
+    check_array("X", X)
+    check_array("y", y)
     _check(W0, X)
     check_int("iters", iters, minimum=1)
     check_positive("tol", tol)

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from lib.config import check_bool, check_int, check_positive, check_seed, check_shape
+from lib.config import check_array, check_bool, check_int, check_positive, check_seed, check_shape
 from lib.curves import hitting_time, peak_positions
 from lib.parts.concept_learning.linear_gd import init_deep_linear, population_gd_deep_linear, sgd_mlp_batched
 from lib.parts.concept_learning.sim_data import _vec, ood_point, population_moments, sim_gaussian_mixture_batch
@@ -196,6 +196,8 @@ def run_symmetric(a, mu, U0, eta: float, steps: int, record_steps=None) -> Symme
 
 def w_update_d2(W, a) -> np.ndarray:
     """Right-hand side of (D.2): ``W A + A W - 1/2 [A W^2 + W^2 A + 2 W A W]``, shape ``(..., d, d)``."""
+    check_array("W", W)
+    check_array("a", a)
     W = np.asarray(W, dtype=float)
     a = _vec("a", a)
     if W.shape[-2:] != (a.size, a.size):
@@ -215,6 +217,8 @@ def growth_suppression_noise(W, a):
     ``N_ij = 1/2 sum_{k != i, j} w_ki w_kj (a_i + a_j + 2 a_k)``.
     For a symmetric ``W``, ``G - S - N`` equals :func:`w_update_d2`.
     """
+    check_array("W", W)
+    check_array("a", a)
     W = np.asarray(W, dtype=float)
     a = _vec("a", a)
     d = a.size

@@ -178,6 +178,8 @@ def top_direction_value(M, u) -> float:
     Obs 2 predicts ``rho_i sigma_1`` for it on the orbit; it equals sigma_max(M) unless another direction of M
     is larger.
     """
+    check_array("M", M)
+    check_array("u", u)
     M, u = _np(M), _np(u)
     check_shape("u", u, (M.shape[0],))
     return float(np.linalg.norm(M.T @ u))
@@ -215,6 +217,7 @@ def quasi_symmetric_init(X0, alpha: float, eps: float = 1e-3, seed: int = 0):
 def diag_target(spectra) -> torch.Tensor:
     """Targets ``C_b = diag(spectra[b])``; spectra shape (B, d) of positive eigenvalues -> C shape (B, d, d).
     """
+    check_array("spectra", spectra)
     s = torch.as_tensor(np.asarray(spectra, dtype=np.float64))
     if s.ndim != 2 or not torch.all(s > 0):
         raise ValueError("spectra must have shape (B, d) with positive entries")
@@ -284,6 +287,9 @@ def divergence_boundary(k1_values, k2_values, finite) -> np.ndarray:
     finite: array (len(k2_values), len(k1_values)) from :func:`divergence_grid`. Returns shape
     (len(k1_values),).
     """
+    check_array("k1_values", k1_values)
+    check_array("k2_values", k2_values)
+    check_array("finite", finite)
     k2 = np.asarray(k2_values, float)
     finite = np.asarray(finite, float)
     check_shape("finite", finite, (len(k2), len(k1_values)))
@@ -350,6 +356,8 @@ def thm6_eigenpair(X, Y):
 
     Returns ``(Delta, lam)``: Delta of shape (m p + p q,) (row-major vec of X then Y, unit norm), lam a float.
     """
+    check_array("X", X)
+    check_array("Y", Y)
     X, Y = _np(X), _np(Y)
     if X.ndim != 2 or Y.ndim != 2 or X.shape[1] != Y.shape[0]:
         raise ValueError(f"X (m, p) and Y (p, q) must be conformable, got {X.shape} and {Y.shape}")
@@ -368,6 +376,8 @@ def thm6_eigenpair(X, Y):
 def thm6_condition(X, Y, Delta=None) -> float:
     """Eq. (160): ``3 f'''^2 - f'' f'''' = 96 ||dX Y + X dY||_F^2 ||dX dY||_F^2`` at the minimum along Delta
     (default: the Thm 6 eigenvector). X: (m, p), Y: (p, q), Delta: (m p + p q,)."""
+    check_array("X", X)
+    check_array("Y", Y)
     X, Y = _np(X), _np(Y)
     if Delta is None:
         Delta, _ = thm6_eigenpair(X, Y)

@@ -177,6 +177,9 @@ def stable_oscillation_condition(f2, f3, f4):
 
     Positive (with ``f''' != 0``) means GD has period-2 orbits for ``eta`` just above ``2 / f''``.
     """
+    check_finite("f2", f2)
+    check_finite("f3", f3)
+    check_finite("f4", f4)
     f2, f3, f4 = (np.asarray(a, dtype=float) for a in (f2, f3, f4))
     out = 3.0 * f3**2 - f2 * f4
     return float(out) if out.ndim == 0 else out
@@ -191,6 +194,7 @@ def higher_order_test(derivs, tol: float = 1e-9) -> dict:
     derivatives given are not enough to decide). Thm 1: ``3 f'''^2 - f'' f'''' > 0``. Lemma 1 (ii): ``k`` even
     and ``f^(k) < 0``. Lemma 1 (i): ``k`` odd and ``f^(k+1) < 0`` (with ``epsilon`` of the sign of ``f^(k)``).
     """
+    check_array("derivs", derivs)
     d = np.asarray(derivs, dtype=float).ravel()
     if d.size < 2:
         raise ValueError(f"derivs must hold at least f'' and f''', got {d.size} values")

@@ -13,7 +13,7 @@ import torch
 from scipy.optimize import linear_sum_assignment
 from scipy.special import expit
 
-from lib.config import check_array, check_int, check_int_array, check_positive, check_range
+from lib.config import check_array, check_instance, check_int, check_int_array, check_positive, check_range
 from lib.data.gmm import GaussianMixture, gaussian_mixture, sample_mixture, teacher_probability
 from lib.models.one_hidden import cross_entropy_hessian, cross_entropy_risk, newton_critical_point
 
@@ -88,6 +88,7 @@ def gmm_step_size(gmm: GaussianMixture, c: float = 4.0) -> float:
         gmm: the mixture.
         c: positive constant (the thesis leaves it open).
     """
+    check_instance("gmm", gmm, GaussianMixture)
     check_positive("c", c)
     spec = np.sqrt(np.linalg.eigvalsh(gmm.covs)[:, -1])
     return float(c / np.sum(gmm.lambdas * (np.abs(gmm.means).max(1) + spec) ** 2))
@@ -105,6 +106,8 @@ def local_initialization(W_star: torch.Tensor, count: int, generator: torch.Gene
     Returns:
         Tensor of shape (..., count, d, K).
     """
+    check_array("W_star", W_star)
+    check_instance("generator", generator, torch.Generator)
     check_int("count", count, minimum=1)
     check_positive("eps", eps)
     shape = W_star.shape[:-2] + (count,) + W_star.shape[-2:]
@@ -116,6 +119,7 @@ def local_initialization(W_star: torch.Tensor, count: int, generator: torch.Gene
 
 def weight_spread(W: torch.Tensor) -> torch.Tensor:
     """V_W = sqrt(mean_m ‖W^(m) - W̄‖_F²) over the initialisation axis (-3) of W (..., M, d, K)."""
+    check_array("W", W)
     if W.ndim < 3:
         raise ValueError(f"W must have shape (..., M, d, K), got {tuple(W.shape)}")
     dev = W - W.mean(-3, keepdim=True)

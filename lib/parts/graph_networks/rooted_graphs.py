@@ -21,7 +21,7 @@ from math import comb
 import networkx as nx
 import numpy as np
 
-from lib.config import check_int, check_int_array
+from lib.config import check_array, check_int, check_int_array
 from lib.graphs.equivalence import equivalence_classes
 from lib.graphs.generators import full_mary_tree, tree_labellings
 from lib.graphs.operators import adjacency, propagate
@@ -128,6 +128,8 @@ def product_operator(A, X) -> np.ndarray:
     Returns:
         float64 array of the shape of ``X``.
     """
+    check_array("A", A)
+    check_array("X", X)
     if not hasattr(A, "shape") or len(A.shape) != 2 or A.shape[0] != A.shape[1]:
         raise ValueError(f"A must be a square (n, n) matrix, got shape {getattr(A, 'shape', None)}")
     X = np.asarray(X, dtype=np.float64)
@@ -138,6 +140,8 @@ def product_operator(A, X) -> np.ndarray:
 
 def per_class_spread(outer: np.ndarray, inner: np.ndarray) -> np.ndarray:
     """For every class of ``outer`` (integer keys, shape (N,)), the number of distinct ``inner`` values in it."""
+    check_array("outer", outer)
+    check_array("inner", inner)
     pairs = np.unique(np.stack([np.asarray(outer), np.asarray(inner)], axis=1), axis=0)
     _, counts = np.unique(pairs[:, 0], return_counts=True)
     return counts

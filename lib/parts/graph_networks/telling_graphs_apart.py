@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import networkx as nx
 import numpy as np
 
-from lib.config import check_array, check_in, check_int, check_positive, check_seed
+from lib.config import check_array, check_in, check_instance, check_int, check_positive, check_seed
 from lib.graphs import equivalence, operators, wl
 
 #: Operators of the widget and the separation table: name -> function of the graph.
@@ -37,6 +37,7 @@ def walk_counts(G, K: int) -> np.ndarray:
 def lemma_a9_identities(w: np.ndarray) -> dict[str, np.ndarray]:
     """The identities (A.30)-(A.32) of Lemma A.9 for walk counts ``w`` of shape ``(K+1, 14)`` of the graph G of
     Fig 2.1 (thesis node i is column i-1): one boolean per k."""
+    check_array("w", w)
     if np.ndim(w) != 2 or np.shape(w)[1] != 14:
         raise ValueError(f"w must have shape (K+1, 14), got {np.shape(w)}")
     c = lambda i: w[:, i - 1]  # noqa: E731
@@ -48,6 +49,7 @@ def lemma_a9_identities(w: np.ndarray) -> dict[str, np.ndarray]:
 def depth2_tree(G, node: int) -> tuple[int, ...]:
     """The depth-2 aggregation tree of ``node`` (identical features) as the multiset of its children's degrees,
     sorted in decreasing order (the thesis's notation in appendix A.10)."""
+    check_instance("G", G, nx.Graph)
     check_int("node", node, minimum=0, maximum=G.number_of_nodes() - 1)
     return tuple(sorted((G.degree(j) for j in G.adj[node]), reverse=True))
 
@@ -119,6 +121,7 @@ def prop22_keys(graphs: Sequence, alpha: int) -> list:
     """Graph keys of the GA-MLP with :math:`\\Omega=\\{D, AD^{-\\alpha}\\}` on constant features: the multiset of
     node rows :math:`(d_i, \\sum_{j\\in\\mathcal N(i)} d_j^{-\\alpha})` (Eqs. A.9-A.10), exact (integer ``alpha``,
     sums scaled by :math:`\\mathrm{lcm}(1..n-1)^\\alpha`). Equal keys iff no such GA-MLP separates the graphs."""
+    check_instance("graphs", graphs, (list, tuple))
     check_int("alpha", alpha, minimum=0)
     keys = []
     for G in graphs:
@@ -196,6 +199,7 @@ def class_counts(graphs: Sequence, Ks: Sequence[int], *, alpha: int | None = Non
 
 def shared_classes(graphs: Sequence, K: int, model: str = "gnn") -> list[list[int]]:
     """Indices of the graphs that share a class with another graph after depth ``K`` (the WL-hard groups)."""
+    check_instance("graphs", graphs, (list, tuple))
     keys = equivalence.graph_keys(list(graphs), K, model)
     groups: dict = {}
     for i, k in enumerate(keys):
@@ -273,5 +277,6 @@ def draw_values(ax, G, pos, values, *, cmap="viridis", vmin=None, vmax=None, lab
 
 def wl_palette_colours(graphs: Sequence, rounds: int) -> list[np.ndarray]:
     """WL colours of ``graphs`` after ``rounds`` rounds, one shared palette (for drawing)."""
+    check_instance("graphs", graphs, (list, tuple))
     check_int("rounds", rounds, minimum=0)
     return wl.wl_colours(list(graphs), None, rounds)[rounds]

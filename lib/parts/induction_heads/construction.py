@@ -48,6 +48,8 @@ def ih2_target(X: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
 
     Args: ``X`` ``(B, L, d)`` with ``L >= 3``, ``W`` ``(d, d)``. Returns ``(B, d)``.
     """
+    check_array("X", X)
+    check_array("W", W)
     return ihn_target(X, W, 2)
 
 
@@ -57,6 +59,8 @@ def ihn_target(X: torch.Tensor, W: torch.Tensor, n: int) -> torch.Tensor:
 
     Args: ``X`` ``(B, L, d)`` with ``L > n``, ``W`` ``((n-1)d, (n-1)d)``, ``n >= 2``. Returns ``(B, d)``.
     """
+    check_array("X", X)
+    check_array("W", W)
     _check_X(X)
     check_int("n", n, minimum=2)
     B, L, d = X.shape
@@ -77,6 +81,8 @@ def gih_target(X: torch.Tensor, g, n: int = 2) -> torch.Tensor:
             (earlier patches), returning scores ``(B, S)``.
     Returns ``(B, d)``.
     """
+    check_array("X", X)
+    check_callable("g", g)
     _check_X(X)
     check_int("n", n, minimum=2)
     if X.shape[1] <= n:
@@ -153,6 +159,8 @@ def thm41_bound(W, p) -> np.ndarray:
 
 def sup_error(a: torch.Tensor, b: torch.Tensor) -> float:
     """``max_batch ||a - b||_inf`` for ``(B, d)`` tensors (the norm of Eq. 5 with ``p = inf`` on a sample)."""
+    check_array("a", a)
+    check_array("b", b)
     if a.shape != b.shape:
         raise ValueError(f"a and b must have the same shape, got {tuple(a.shape)} and {tuple(b.shape)}")
     return float((a - b).abs().amax())
@@ -160,6 +168,8 @@ def sup_error(a: torch.Tensor, b: torch.Tensor) -> float:
 
 def rms_error(a: torch.Tensor, b: torch.Tensor) -> float:
     """``(mean_batch ||a - b||_inf^2)^{1/2}`` for ``(B, d)`` tensors (the norm of Eq. 5 with ``p = 2``)."""
+    check_array("a", a)
+    check_array("b", b)
     if a.shape != b.shape:
         raise ValueError(f"a and b must have the same shape, got {tuple(a.shape)} and {tuple(b.shape)}")
     return float(((a - b).abs().amax(dim=-1) ** 2).mean().sqrt())
@@ -178,6 +188,7 @@ def in_context_bigram(tokens: torch.Tensor, V: int):
     Args: ``tokens`` ``(B, L)`` int. Returns ``P`` ``(B, V)``, ``Q`` ``(B, V)`` and ``k`` ``(B,)`` (``P = 0``
     where ``k = 0``).
     """
+    check_array("tokens", tokens)
     if not torch.is_tensor(tokens) or tokens.ndim != 2:
         raise ValueError("tokens must be an integer tensor of shape (B, L)")
     check_int("V", V, minimum=1)

@@ -173,6 +173,9 @@ def stage1_loss(p_tilde: float, L: int, g0: float, alpha_star: float, *, grad: b
 
 def stage1_rhs(L: int, g0: float, alpha_star: float):
     """Right-hand side ``d p_tilde/dt = -d loss/d p_tilde`` of the Stage-I gradient flow (Lemma 5.3)."""
+    check_int("L", L, minimum=1)
+    check_positive("g0", g0)
+    check_positive("alpha_star", alpha_star)
 
     def rhs(t, y):
         return [-stage1_loss(max(float(y[0]), 0.0), L, g0, alpha_star, grad=True)[1]]
@@ -228,6 +231,8 @@ def loss_g4(p: float, g: float, alpha_star: float, L: int) -> float:
 
 def rhs_g4(p: float, g: float, alpha_star: float, L: int) -> tuple[float, float]:
     """``(dp/dt, dg/dt)`` of the 4-gram head under gradient flow (App. C.1, below Eq. 19)."""
+    check_finite("p", p)
+    check_finite("g", g)
     g_star, _ = targets_star(alpha_star)
     M1, m1 = ngram_sums(p, L)
     M2, m2 = ngram_sums(2 * p, L)

@@ -148,6 +148,9 @@ def one_step_gradients(z: np.ndarray, y: np.ndarray, n_tokens: int) -> tuple[np.
     Returns:
         ``(grad_F, grad_V)``, each of shape (N+1, 2(N+1)).
     """
+    check_array("z", z)
+    check_array("y", y)
+    check_int("n_tokens", n_tokens, minimum=1)
     z = np.asarray(z)
     y = np.asarray(y)
     if z.ndim != 2 or y.shape != (z.shape[0],):
