@@ -21,8 +21,8 @@ def check_members(sizes, seeds, name: str = "Ns") -> tuple[np.ndarray, np.ndarra
     Returns:
         ``(sizes, seeds)`` as integer arrays.
     """
-    check_array(name, sizes)
-    check_array("seeds", seeds)
+    check_array(name, sizes, nonempty=False)
+    check_array("seeds", seeds, nonempty=False)
     sizes, seeds = np.asarray(sizes), np.asarray(seeds)
     ok = (sizes.shape == seeds.shape and sizes.ndim == 1 and sizes.size > 0
           and np.issubdtype(sizes.dtype, np.integer) and np.issubdtype(seeds.dtype, np.integer))

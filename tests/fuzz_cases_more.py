@@ -14,7 +14,7 @@ from lib.graphs import equivalence, generators, sampling, walks, wl
 from lib.models import gnn, laser, one_hidden, probes
 from lib.parts.concept_learning import deep_models, sim_data, sim_one_layer
 from lib.parts.concept_learning import plots as cplots
-from lib.parts.edge_of_stability import balancing, matrix_factorisation, one_dimensional
+from lib.parts.edge_of_stability import balancing, beyond_low_dimension, matrix_factorisation, one_dimensional
 from lib.parts.generalisation import group_imbalance, scaling
 from lib.parts.graph_networks import rooted_graphs, telling_graphs_apart
 from lib.parts.induction_heads import construction, convergence, four_phases
@@ -148,6 +148,8 @@ CASES = [
     C(balancing.product_hessian_top, "x:array", [1.0, 0.5]),
     C(balancing.project_onto_manifold, "x:state y:state eta:pos mu:pos", 1.0, 0.5, 0.5),
     C(balancing.candidate_manifold_indicator, "x:state y:state eta:pos mu:pos", 1.0, 0.5, 0.5),
+    C(beyond_low_dimension.cross_section, "loss:callable theta:array eta:pos eig_method:option min_sharpness:real",
+      lambda t: (t**2).sum() + t.sum() ** 4, torch.ones(4, dtype=torch.float64), 0.1),
     C(matrix_factorisation.diag_target, "spectra:array", np.array([[1.0, 0.5]])),
     C(matrix_factorisation.line_holds, "k1:array k2:array", [0.5], [0.5]),
     C(matrix_factorisation.divergence_boundary, "k1_values:array k2_values:array finite:array", [0.5, 1.0],
@@ -181,8 +183,8 @@ CASES = [
     C(sim_one_layer.theorem41_terms, "mu:array sigma:array times:array d:countnone", MU2, SIG2, T8),
     C(sim_one_layer.fit_exponential_rate, "times:array residual:array lo:real hi:real", T8, np.exp(-T8), 1.0, 6.0),
     C(deep_models.entry_groups, "s:count d:count", 2, 3),
-    C(deep_models.w_update_d2, "W:array a:array", np.eye(2), [1.0, 0.5]),
-    C(deep_models.growth_suppression_noise, "W:array a:array", np.eye(2), [1.0, 0.5]),
+    C(deep_models.w_update_d2, "W:state a:array", np.eye(2), [1.0, 0.5]),
+    C(deep_models.growth_suppression_noise, "W:state a:array", np.eye(2), [1.0, 0.5]),
     C(cplots.hypercube_positions, "s:count", 2),
     # ---------------------------------------------------------------------------------------------- Part IV
     C(rooted_graphs.product_operator, "A:array X:array", np.eye(3), np.ones((3, 2))),

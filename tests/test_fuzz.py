@@ -660,7 +660,7 @@ parts.concept_learning.diffusion: Ensemble VPSchedule ddim_sample diffusion_loss
 parts.concept_learning.jacobian_lemmas: check_lemmas  # no case written yet
 parts.concept_learning.linear_gd: end_to_end population_gd_deep_linear sgd_mlp_batched  # no case yet
 parts.concept_learning.shapes: class_conditioning render_discs  # no case written yet
-parts.edge_of_stability.beyond_low_dimension: cross_section equal_k_sharpness line_search_minimum ts_loss
+parts.edge_of_stability.beyond_low_dimension: equal_k_sharpness line_search_minimum ts_loss
     ts_ratios ts_unpack  # no case written yet
 parts.edge_of_stability.matrix_factorisation: mf_flat_loss mf_loss mf_step orbit_structure  # no case yet
 parts.generalisation.chain_of_thought: cot_inference cot_training_batch fig75_transitions icl_inference

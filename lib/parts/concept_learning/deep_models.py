@@ -196,7 +196,7 @@ def run_symmetric(a, mu, U0, eta: float, steps: int, record_steps=None) -> Symme
 
 def w_update_d2(W, a) -> np.ndarray:
     """Right-hand side of (D.2): ``W A + A W - 1/2 [A W^2 + W^2 A + 2 W A W]``, shape ``(..., d, d)``."""
-    check_array("W", W)
+    check_array("W", W, finite=False)
     check_array("a", a)
     W = np.asarray(W, dtype=float)
     a = _vec("a", a)
@@ -217,7 +217,7 @@ def growth_suppression_noise(W, a):
     ``N_ij = 1/2 sum_{k != i, j} w_ki w_kj (a_i + a_j + 2 a_k)``.
     For a symmetric ``W``, ``G - S - N`` equals :func:`w_update_d2`.
     """
-    check_array("W", W)
+    check_array("W", W, finite=False)
     check_array("a", a)
     W = np.asarray(W, dtype=float)
     a = _vec("a", a)

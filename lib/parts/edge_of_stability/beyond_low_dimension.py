@@ -16,7 +16,7 @@ from threadpoolctl import threadpool_limits
 from torch.func import grad, vmap
 
 from lib import curvature
-from lib.config import check_array, check_finite, check_int, check_positive, check_seed, check_shape
+from lib.config import check_array, check_finite, check_in, check_int, check_positive, check_seed, check_shape
 from lib.data.sphere import sample_sphere
 from lib.parts.edge_of_stability.one_dimensional import stable_oscillation_condition
 
@@ -168,6 +168,7 @@ def cross_section(loss, theta: torch.Tensor, eta: float, *, eig_method: str = "l
     the previous call and certified by its residual instead of computed from scratch with ``eig_method``.
     """
     check_finite("min_sharpness", min_sharpness)
+    check_in("eig_method", eig_method, ("lanczos", "power", "dense"))
     theta = theta.detach()
     g = grad(loss)(theta)
     if tracker is not None:

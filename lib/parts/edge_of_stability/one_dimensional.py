@@ -177,9 +177,9 @@ def stable_oscillation_condition(f2, f3, f4):
 
     Positive (with ``f''' != 0``) means GD has period-2 orbits for ``eta`` just above ``2 / f''``.
     """
-    check_finite("f2", f2)
-    check_finite("f3", f3)
-    check_finite("f4", f4)
+    check_array("f2", f2)
+    check_array("f3", f3)
+    check_array("f4", f4)
     f2, f3, f4 = (np.asarray(a, dtype=float) for a in (f2, f3, f4))
     out = 3.0 * f3**2 - f2 * f4
     return float(out) if out.ndim == 0 else out

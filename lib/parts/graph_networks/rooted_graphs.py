@@ -128,7 +128,7 @@ def product_operator(A, X) -> np.ndarray:
     Returns:
         float64 array of the shape of ``X``.
     """
-    check_array("A", A)
+    check_array("A", A.data if hasattr(A, "tocsr") else A, nonempty=not hasattr(A, "tocsr"))  # sparse too
     check_array("X", X)
     if not hasattr(A, "shape") or len(A.shape) != 2 or A.shape[0] != A.shape[1]:
         raise ValueError(f"A must be a square (n, n) matrix, got shape {getattr(A, 'shape', None)}")
