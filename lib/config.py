@@ -135,6 +135,9 @@ def check_int(name: str, value, *, minimum: int | None = None, maximum: int | No
 
 def check_range(name: str, value, lo=None, hi=None, *, lo_open: bool = False, hi_open: bool = False) -> None:
     """Raise ``ValueError`` unless ``lo <= value <= hi`` (open ends with ``lo_open`` / ``hi_open``)."""
+    for bound_name, bound in (("lo", lo), ("hi", hi)):
+        if bound is not None:
+            check_finite(bound_name, bound)
     check_bool("lo_open", lo_open)
     check_bool("hi_open", hi_open)
     v = _real(name, value)

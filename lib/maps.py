@@ -221,6 +221,7 @@ def bifurcation_diagram(F_param: Callable, params, x0, transient: int = 2000, ke
 
     Returns ``(p_rep, x)``, two flat arrays of length ``len(params) * keep`` ready for a scatter plot.
     """
+    check_array("x0", x0)
     check_callable("F_param", F_param)
     params = check_array("params", params)
     if params.ndim != 1 or params.size == 0:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lib.config import check_array, check_bool, check_int, check_positive, check_range, check_shape
+from lib.config import check_array, check_bool, check_instance, check_int, check_positive, check_range, check_shape
 
 
 def attention_heatmap(ax, A, *, title: str = "", xlabel: str = "key position $j$",
@@ -14,6 +14,7 @@ def attention_heatmap(ax, A, *, title: str = "", xlabel: str = "key position $j$
 
     Positions are labelled from 1 as in the paper. Returns the image.
     """
+    check_instance("ax", ax, _Axes())
     check_array("A", A, finite="some")
     check_bool("colorbar", colorbar)
     A = np.asarray(A.detach().cpu() if hasattr(A, "detach") else A, dtype=float)
@@ -165,6 +166,7 @@ def _describe_inline_figures(shell) -> None:
 
 def phase_heatmap(ax, x, y, values, *, xlabel: str, ylabel: str, cbar_label: str = "", cmap="RdBu_r", **kw):
     """Heat map of ``values`` (shape (len(y), len(x))) on a regular grid, e.g. finite / divergent regions."""
+    check_instance("ax", ax, _Axes())
     check_array("x", x)
     check_array("y", y)
     check_array("values", values, finite="some")
@@ -180,6 +182,7 @@ def phase_heatmap(ax, x, y, values, *, xlabel: str, ylabel: str, cbar_label: str
 
 def bifurcation_scatter(ax, params, points, *, xlabel: str, ylabel: str, s: float = 0.3, **kw):
     """Scatter of attractor points against a parameter (the bifurcation diagram)."""
+    check_instance("ax", ax, _Axes())
     check_array("params", params)
     check_array("points", points, finite="some")
     check_positive("s", s)
@@ -190,6 +193,7 @@ def bifurcation_scatter(ax, params, points, *, xlabel: str, ylabel: str, s: floa
 
 def shade_phases(ax, boundaries, labels=None, *, colors=None, alpha: float = 0.12):
     """Shade consecutive intervals ``[b_i, b_{i+1}]`` of the x-axis and label them at the top."""
+    check_instance("ax", ax, _Axes())
     check_array("boundaries", boundaries)
     check_range("alpha", alpha, 0, 1)
     boundaries = list(boundaries)
@@ -205,6 +209,7 @@ def shade_phases(ax, boundaries, labels=None, *, colors=None, alpha: float = 0.1
 def matrix_heatmap(ax, matrix, *, xlabel: str, ylabel: str, title: str = "", cmap="viridis", colorbar=True,
                    colorbar_label: str = "", **kw):
     """Heat map of a matrix (e.g. an attention map, rows = queries, columns = keys); ``kw`` go to ``imshow``."""
+    check_instance("ax", ax, _Axes())
     check_array("matrix", matrix, finite="some")
     check_bool("colorbar", colorbar)
     m = np.asarray(matrix)
@@ -219,3 +224,9 @@ def matrix_heatmap(ax, matrix, *, xlabel: str, ylabel: str, title: str = "", cma
     if colorbar:
         ax.figure.colorbar(im, ax=ax, label=colorbar_label)
     return im
+
+
+def _Axes():
+    from matplotlib.axes import Axes
+
+    return Axes

@@ -65,14 +65,14 @@ def ax():
 
 CASES = [
     # ---------------------------------------------------------------------------------------- argument checks
-    C(config.check_int, "value:count", "value", 3, minimum=0, maximum=5),
+    C(config.check_int, "value:count minimum:any maximum:any", "value", 3, minimum=0, maximum=5),
     C(config.check_seed, "value:seed", "value", 3),
-    C(config.check_range, "value:real lo_open:bool hi_open:bool", "value", 0.5, 0.0, 1.0),
+    C(config.check_range, "value:real lo_open:bool hi_open:bool lo:realnone hi:realnone", "value", 0.5, 0.0, 1.0),
     C(config.check_finite, "value:real", "value", 1.0),
     C(config.check_bool, "value:bool", "value", True),
     C(config.check_callable, "value:callable", "value", len),
     C(config.check_instance, "value:object", "value", torch.Generator(), torch.Generator),
-    C(config.check_int_array, "value:array", "value", [1, 2], minimum=0,
+    C(config.check_int_array, "value:array minimum:any maximum:any", "value", [1, 2], minimum=0,
       maximum=5),
     C(config.check_in, "value:option", "value", "a", ("a", "b")),
     C(config.check_shape, "array:state", "array", np.ones((2, 3)), (2, None)),
@@ -112,7 +112,7 @@ CASES = [
     C(gmm.rotated_covariance, "diag:array rng:object", [1.0, 2.0], _rng()),
     C(gmm.teacher_probability, "W:array X:array", np.ones((2, 2)), np.ones((3, 2))),
     C(gmm.teacher_labels, "W:array X:array rng:object", np.ones((2, 2)), np.ones((3, 2)), _rng()),
-    C(tokens.as_generator, "", 0),
+    C(tokens.as_generator, "rng:any", 0),
     C(tokens.pattern_sequences, "labels:array L:count alpha_star:prob alpha_hash:prob patterns:array noise:nonneg",
       np.array([0, 1]), 6, 0.3, 0.2, tokens.pattern_bank(4, 8), 0.1, _rng()),
     # ----------------------------------------------------------------------------------------- graphs layer

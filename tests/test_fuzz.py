@@ -79,6 +79,8 @@ MUTATIONS = {
     "posnone": ([0.0, -1.0, NAN, INF], ["abc"]),  # > 0, None allowed
     "callable": ([], ["abc", None]),
     "object": ([], ["abc", None, 3]),  # a configuration or model object of a given class
+    "realnone": ([NAN, INF], ["abc"]),  # a finite number, None allowed (no bound)
+    "any": ([], []),  # any value by design (a fill value, a bound that None switches off): nothing to refuse
 }
 
 
@@ -123,7 +125,7 @@ CASES = [
     C(curves.count_peaks, "curve:array prominence:pos", np.sin(T8), 0.1),
     C(curves.n_descents, "curve:array prominence:pos", np.sin(T8), 0.1),
     C(curves.running_median, "curve:array window:count", Y8, 3),
-    C(curves.hitting_time, "t:array y:array threshold:real direction:option interpolate:bool window:count",
+    C(curves.hitting_time, "t:array y:array threshold:real direction:option interpolate:bool window:count never:any",
       T8, Y8, 0.5),
     C(curves.speed, "values:array times:array", np.stack([Y8, Y8], 1), T8),
     C(curves.geometric_midpoints, "times:array", T8 + 1),
@@ -142,7 +144,7 @@ CASES = [
       lambda x, r: r * x * (1 - x), np.array([2.5, 3.2]), 0.3, transient=20, keep=4),
     C(maps.two_step_fixed_points, "F:callable lo:real hi:real n_grid:count tol:pos",
       lambda x: 3.3 * x * (1 - x), 0.0, 1.0, n_grid=101),
-    C(maps.stop_at_divergence, "batch_ndim:count bound:pos factor:posnone", {"x": Y8}),
+    C(maps.stop_at_divergence, "batch_ndim:count bound:pos factor:posnone growth:posnone", {"x": Y8}),
     C(stats.wilson_interval, "k:count n:count z:pos", 3, 10),
     C(stats.frequency, "flags:array z:pos", [True, False, True]),
     C(stats.mean_se, "values:array", [1.0, 2.0, 4.0]),
@@ -154,7 +156,8 @@ CASES = [
     C(train.step_decay, "at:count factor:pos", 10, 0.5),
     C(train.piecewise, "boundaries:array values:array", [5], [1.0, 0.1]),
     C(train.train, "loss_fn:callable lr:pos steps:count optimizer:option record_every:count "
-      "divergence_bound:pos momentum:nonneg weight_decay:nonneg nesterov:bool",
+      "divergence_bound:pos momentum:nonneg weight_decay:nonneg nesterov:bool params:state divergence_factor:posnone "
+      "divergence_growth:posnone",
       torch.ones(3), lambda p: (p**2).sum(), lr=0.1, steps=3),
     C(widgets.static_grid, "max_frames:count", {"a": [1, 2, 3]}, None, 4),
     C(widgets.slider_figure, "plot_fn:callable dpi:count",
@@ -192,7 +195,7 @@ CASES = [
     C(transformer.TransformerConfig, "d_in:count d_model:count n_layers:count n_heads:count max_len:count",
       d_in=2, d_model=8, n_layers=1, max_len=8),
     C(transformer.default_alibi_slopes, "n_heads:count", 2),
-    C(transformer.alibi_bias, "T:count causal:option", 4, torch.ones(1)),
+    C(transformer.alibi_bias, "T:count causal:option slopes:object", 4, torch.ones(1)),
     C(transformer.softmax_attention, "q:state k:state v:state scale:pos", *(torch.ones(1, 3, 2),) * 3),
     C(transformer.MultiHeadAttention, "cfg:object layer:count", SMALL_CFG, 0),
     C(transformer.FFN, "d_model:count hidden:count bias:bool", 4, 8),
@@ -202,7 +205,7 @@ CASES = [
     C(cnn.CNNConfig, "in_channels:count hidden:count heads:count"),
     C(cnn.concept_probs, "x:array batch:count", CNN, IMGS),
     C(unet.UNetConfig, "in_channels:count blocks:count cond_dim:count emb_dim:count groups:count"),
-    C(unet.timestep_embedding, "dim:count max_period:pos", torch.rand(3), 8),
+    C(unet.timestep_embedding, "t:object dim:count max_period:pos", torch.rand(3), 8),
     C(unet.ResBlock, "cin:count cout:count emb_dim:count groups:count", 8, 8, 8, 4),
     C(gnn.GINLayer, "d_in:count d_out:count width:count mlp_depth:count train_eps:bool eps:real", 2, 3),
     C(gnn.GIN, "d_in:count width:count depth:count d_out:count jk:bool mlp_depth:count readout_depth:count "
@@ -395,13 +398,13 @@ CASES = [
     C(gtr.pe_index, "spd:array Z:count", TOY_SPD, 3),
     C(gtr.pe_attention_toy, "b:array sizes:array relevant:array", [0.0, 1.0], [1.0, 2.0], [0.5, 0.5]),
     C(gtr.loglog_exponent, "x:array", T8 + 1, T8 + 1),
-    C(gtr.train_gt, "steps:count record_every:count gcn:bool pe:bool core_distance:count", [4], [0], GT_TINY,
+    C(gtr.train_gt, "steps:countnone record_every:count gcn:bool pe:bool core_distance:count", [4], [0], GT_TINY,
       0.4, 0.1, steps=2),
     C(gtr.core_graph, "core_distance:count hubs:count", 40, 0.4, 0.1, 8, core_distance=2),
     C(gtr.normalised_margin, "spd:array", TOY_SPD, np.zeros(8), np.ones(8), [1, 2]),
     C(gtr.sbm_graph, "n:count gamma_d:prob c0:nonneg seed:seed", 20, 4.0, 1.0, 0.4),
     C(gtr.karate_graph, ""),
-    C(gtr.train_gt_graphs, "steps:count record_every:count gcn:bool pe:bool seed:seed", [GT_G0], [0], [4],
+    C(gtr.train_gt_graphs, "steps:countnone record_every:count gcn:bool pe:bool seed:seed", [GT_G0], [0], [4],
       GT_TINY, steps=2),
     # ------------------------------------------------------------------ further public names (second round)
     C(curves.decay_law, "t:array y:array", T8 + 1, np.exp(-T8)),
@@ -466,8 +469,9 @@ CASES = [
     C(config.set_float64, "enabled:bool", False),
     C(config.set_threads, "n:count", torch.get_num_threads()),
     C(config.seed_everything, "seed:seed", 0),
-    C(config.check_array, "ndim:countnone finite:bool nonempty:bool positive:bool", "x", [1.0, 2.0], ndim=1),
-    C(config.check_positive, "allow_zero:bool", "x", 1.0),
+    C(config.check_array, "ndim:countnone finite:bool nonempty:bool positive:bool", "value", [1.0, 2.0],
+      ndim=1),
+    C(config.check_positive, "allow_zero:bool", "value", 1.0),
     C(train.train_stacked, "loss_fn:callable lr:pos steps:count optimizer:option record_every:count "
       "divergence_bound:pos divergence_factor:posnone divergence_growth:posnone momentum:nonneg "
       "weight_decay:nonneg", {"w": torch.ones(2, 3)}, lambda p: (p["w"] ** 2).sum(), lr=0.1, steps=3),
@@ -545,9 +549,50 @@ def _call(fn, args, kwargs, name, bad):
 OUTCOMES: list[tuple[str, str, str, object, str]] = []
 
 
+#: Parameters a case does not declare get a kind from their base value (``_with_flags``): the undeclared kinds.
+INFERRED = {
+    "int?": ([2.5], ["3", None]),  # an integer (sign not known: only a fraction and wrong types)
+    "float?": ([NAN], ["abc", None]),  # a number (NaN is refused by every number parameter of lib)
+    "option?": (["bogus"], [3]),  # a string option
+    "array?": (["nan"], ["abc"]),  # numbers: a data array or a sequence of them
+    "object?": ([], ["abc"]),  # a model, graph, generator or configuration
+}
+MUTATIONS.update(INFERRED)
+#: Names of free-text string parameters (labels, titles, file names): no option to get wrong.
+FREE_TEXT = re.compile(r"(label|title|name|caption|text|cmap|color|colour|statement|source|what|unit|marker|"
+                       r"version)s?$")
+
+
+def _inferred_kind(name: str, value):
+    """The kind of an undeclared parameter from its base value, or None (None values mean a default)."""
+    if isinstance(value, bool) or isinstance(value, np.bool_):
+        return "bool"
+    if value is None:
+        return None
+    if name == "seed" or name.endswith("_seed"):
+        return "seed"
+    if isinstance(value, (int, np.integer)):
+        return "int?"
+    if isinstance(value, (float, np.floating)):
+        return "float?"
+    if isinstance(value, str):
+        return None if FREE_TEXT.search(name) else "option?"
+    if callable(value) and not isinstance(value, (torch.nn.Module, type)):
+        return "callable"
+    if torch.is_tensor(value) or isinstance(value, np.ndarray):
+        return "array?" if value.dtype != torch.bool and value.dtype != bool else "object?"
+    if isinstance(value, (list, tuple)) and value and all(
+            isinstance(v, (int, float, np.number)) and not isinstance(v, bool) for v in value):
+        return "array?"
+    if isinstance(value, (dict, list, tuple)):
+        return None  # settings, runs and records: their fields are the function's business
+    return "object?"
+
+
 def _with_flags(fn, args, kwargs, kinds) -> dict:
-    """``kinds`` plus every boolean flag of ``fn`` it does not declare (a parameter whose default or base value is
-    ``True``/``False``): a flag must refuse ``"no"``, None and 2 (``check_bool``), never read them as truthy."""
+    """``kinds`` plus every parameter of ``fn`` it does not declare, with a kind inferred from its base value
+    (``_inferred_kind``): a flag (``True``/``False``) must refuse ``"no"``, None and 2 (``check_bool``), never
+    read them as truthy; a number refuses NaN and a string, an option an unknown string, and so on."""
     import inspect
 
     try:
@@ -556,11 +601,15 @@ def _with_flags(fn, args, kwargs, kinds) -> dict:
         return kinds
     out = dict(kinds)
     for i, (name, p) in enumerate(params.items()):
-        if name in out or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+        if name in out or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) or name.startswith("_") \
+                or name in ("self", "cls", "dtype", "device"):  # torch's own dtype/device checks
             continue
         value = args[i] if i < len(args) and p.kind != p.KEYWORD_ONLY else kwargs.get(name, p.default)
-        if isinstance(value, bool):
-            out[name] = "bool"
+        if value is inspect.Parameter.empty:
+            continue
+        kind = _inferred_kind(name, value)
+        if kind is not None:
+            out[name] = kind
     return out
 
 

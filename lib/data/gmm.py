@@ -87,6 +87,8 @@ def sample_mixture(gmm: GaussianMixture, n: int, rng: np.random.Generator, batch
     Returns:
         ``(X, g)``: X of shape (n, d) (or (batch, n, d)) and integer groups of shape (n,) (or (batch, n)).
     """
+    check_instance("gmm", gmm, GaussianMixture)
+    check_instance("rng", rng, np.random.Generator)
     check_int("n", n, minimum=1)
     if batch is not None:
         check_int("batch", batch, minimum=1)

@@ -158,6 +158,7 @@ def orthogonal_noise(shape: tuple, frame: torch.Tensor, norm: float, *, generato
     Returns:
         Tensor of shape ``shape + (d,)``.
     """
+    check_array("shape", shape)
     check_array("frame", frame)
     check_instance("generator", generator, torch.Generator)
     check_positive("norm", norm, allow_zero=True)

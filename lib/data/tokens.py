@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from lib.config import check_array, check_int, check_positive, check_range
+from lib.config import check_array, check_instance, check_int, check_positive, check_range
 
 
 def as_generator(rng=None) -> np.random.Generator:
@@ -179,6 +179,7 @@ def uniform_sequences(B: int, L: int, d: int = 1, low: float = -1.0, high: float
 
 def one_hot(tokens: torch.Tensor, V: int, dtype=None) -> torch.Tensor:
     """One-hot vectors of token ids: ``(..., V)`` floating tensor."""
+    check_instance("tokens", tokens, torch.Tensor)
     check_int("V", V, minimum=1)
     if tokens.dtype not in (torch.int64, torch.int32):
         raise ValueError(f"tokens must be an integer tensor, got {tokens.dtype}")

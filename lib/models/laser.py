@@ -24,7 +24,7 @@ import math
 
 import torch
 
-from ..config import check_int, check_range
+from ..config import check_array, check_int, check_range
 
 __all__ = ["low_rank", "laser_rank", "laser"]
 
@@ -57,6 +57,7 @@ def low_rank(W: torch.Tensor, k: int) -> torch.Tensor:
 
 def laser_rank(shape, fraction: float) -> int:
     """Rank ``floor(fraction * min(shape))`` kept by LASER at a fraction ``rho`` in ``[0, 1]``."""
+    check_array("shape", shape)
     check_range("fraction", fraction, 0.0, 1.0)
     if len(shape) != 2:
         raise ValueError(f"shape must be 2-D, got {tuple(shape)}")

@@ -453,6 +453,7 @@ def deep_linear_sgd_run(mu, sigma, d: int, depth: int, width: int, *, n_seeds: i
     Returns ``steps`` (R,), ``output`` (R, n_seeds, d) at the OOD point, ``ood_loss``, ``train_loss`` (on the whole
     training sample) and ``heldout_loss`` (R, n_seeds), ``diverged`` (n_seeds,).
     """
+    check_int("d", d, minimum=1)
     check_int("n_seeds", n_seeds, minimum=1)
     check_int("n_per_cluster", n_per_cluster, minimum=1)
     check_seed("seed", seed)
@@ -487,6 +488,7 @@ def bump_windows(curve, prominence: float) -> list[list[tuple[int, int]]]:
     Returns:
         one list of ``(trough, peak)`` pairs per curve (empty for a curve without a bump).
     """
+    check_array("curve", curve)
     c = np.asarray(curve, dtype=float)
     curves = c[None] if c.ndim == 1 else c
     out = []

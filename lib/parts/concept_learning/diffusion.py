@@ -182,6 +182,8 @@ def train_ensemble(models: list[torch.nn.Module], images: torch.Tensor, cond: to
     ``checkpoint`` (P,), ``concepts`` (P, K, n, heads) per-sample coordinates, ``images`` (P, K, keep, C, S, S),
     ``seconds`` (wall time). Non-finite losses mark a model as diverged (``diverged`` (K,) bool) instead of raising.
     """
+    check_array("images", images)
+    check_array("cond", cond)
     K = len(models)
     check_int("steps", steps, minimum=1)
     check_int("batch_size", batch_size, minimum=1)

@@ -329,6 +329,7 @@ def run_single_neuron_empirical(X, eta: float, steps: int, v0=0.1, w0=(0.0, 0.1)
     ``diverged`` ``(B,)`` and ``diverged_step`` ``(B,)`` (-1 if never) follow :func:`lib.maps.stop_at_divergence`;
     entries after a run's divergence are NaN.
     """
+    check_array("w_teacher", w_teacher)
     check_array("X", X)
     check_positive("eta", eta)
     check_int("steps", steps, minimum=0)

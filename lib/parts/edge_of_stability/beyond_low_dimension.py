@@ -16,7 +16,16 @@ from threadpoolctl import threadpool_limits
 from torch.func import grad, vmap
 
 from lib import curvature
-from lib.config import check_array, check_finite, check_in, check_int, check_positive, check_seed, check_shape
+from lib.config import (
+    check_array,
+    check_callable,
+    check_finite,
+    check_in,
+    check_int,
+    check_positive,
+    check_seed,
+    check_shape,
+)
 from lib.data.sphere import sample_sphere
 from lib.parts.edge_of_stability.one_dimensional import stable_oscillation_condition
 
@@ -167,6 +176,8 @@ def cross_section(loss, theta: torch.Tensor, eta: float, *, eig_method: str = "l
     run pass a ``tracker`` (:class:`lib.curvature.SharpnessTracker`): the top eigenpair is then warm-started from
     the previous call and certified by its residual instead of computed from scratch with ``eig_method``.
     """
+    check_callable("loss", loss)
+    check_array("theta", theta)
     check_finite("min_sharpness", min_sharpness)
     check_in("eig_method", eig_method, ("lanczos", "power", "dense"))
     theta = theta.detach()

@@ -82,6 +82,9 @@ def mf_gd(Y0, Z0, C, eta, steps: int, *, tail: int = 0, record_every: int = 0, b
         not), and when asked ``tail_sy``, ``tail_sz`` (B, tail) and ``hist`` (dict of ``step`` (T,), ``loss``,
         ``sy``, ``sz`` each (B, T)); all NumPy.
     """
+    check_array("Y0", Y0)
+    check_array("Z0", Z0)
+    check_array("C", C)
     check_int("steps", steps, minimum=1)
     check_int("tail", tail, minimum=0, maximum=steps)
     check_int("record_every", record_every, minimum=0)
@@ -151,6 +154,9 @@ def mf_trajectory(Y0, Z0, C, eta: float, steps: int, bound: float = 1e6) -> dict
     Y0, Z0, C: shape (d, d). Returns dict with ``loss``, ``sy``, ``sz`` (sigma_max of Y and Z), each shape
     (steps + 1,), NaN after a divergence, the final ``Y``, ``Z`` and ``diverged_step`` (-1 if none).
     """
+    check_array("Y0", Y0)
+    check_array("Z0", Z0)
+    check_array("C", C)
     check_int("steps", steps, minimum=1)
     check_positive("eta", eta)
     check_positive("bound", bound)
@@ -243,6 +249,8 @@ def divergence_grid(k1_values, k2_values, *, init: str = "generic", alpha: float
     Returns:
         array of shape (len(k2_values), len(k1_values)): 1.0 finite, 0.0 diverged, NaN where k2 > k1.
     """
+    check_positive("eps", eps, allow_zero=True)
+    check_array("spectrum_tail", spectrum_tail, nonempty=False)
     check_in("init", init, ("generic", "quasi", "symmetric"))
     check_int("d", d, minimum=2)
     check_positive("alpha", alpha)

@@ -24,7 +24,7 @@ import math
 import numpy as np
 import torch
 
-from lib.config import check_array, check_in, check_int, check_positive, check_range, check_seed
+from lib.config import check_array, check_in, check_instance, check_int, check_positive, check_range, check_seed
 from lib.data import prompts
 from lib.models.prune import neuron_mask
 from lib.models.shallow_attention import ShallowAttention
@@ -123,6 +123,7 @@ def ood_patterns(mu: torch.Tensor, a: float, b: float) -> torch.Tensor:
     Returns:
         ``(3, d_X)``.
     """
+    check_array("mu", mu)
     if not isinstance(mu, torch.Tensor) or mu.ndim != 2 or mu.shape[0] < 6:
         raise ValueError(f"mu must be a (M1 >= 6, d) tensor, got {getattr(mu, 'shape', mu)}")
     check_range("a", a, -1.0, 1.0)
@@ -153,6 +154,8 @@ def sample_icl_prompts(n: int, relevant: torch.Tensor, irrelevant: torch.Tensor,
         dict with ``X`` ``(n, l + 1, d_X + d_Y)``, ``z`` ``(n,)`` query labels ±1, ``pattern`` ``(n, l + 1)``
         relevant-pattern indices (query first) and ``same`` ``(n, l)`` (context shares the query's pattern).
     """
+    check_array("relevant", relevant)
+    check_array("irrelevant", irrelevant)
     check_int("n", n, minimum=1)
     check_int("length", length, minimum=1)
     check_range("alpha", alpha, 0.0, 1.0)
@@ -308,6 +311,7 @@ def icl_metrics(model: ShallowAttention, configs: list[dict], *, n: int = 1000, 
     Returns:
         dict of ``(R,)`` numpy arrays ``hinge``, ``error``, ``mass``.
     """
+    check_instance("model", model, ShallowAttention)
     check_int("n", n, minimum=1)
     check_seed("seed", seed)
     if len(configs) != model.W_K.shape[0]:
@@ -418,6 +422,7 @@ def pruning_curve(model: ShallowAttention, config: dict, rates, method: str = "m
     Returns:
         dict with ``rates``, ``hinge`` and ``error`` (numpy, one entry per rate).
     """
+    check_instance("model", model, ShallowAttention)
     rates = check_array("rates", rates, ndim=1)
     if rates.ndim != 1 or len(rates) == 0 or np.any(rates < 0) or np.any(rates > 1):
         raise ValueError(f"rates must be a non-empty 1-d array in [0, 1], got {rates}")

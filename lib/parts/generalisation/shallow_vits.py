@@ -107,6 +107,8 @@ def keep_mask(idx, noise, kind: str, count: int, rng=None) -> torch.Tensor:
     Returns:
         boolean ``(n, L)``, True where the token is kept.
     """
+    check_array("idx", idx)
+    check_array("noise", noise)
     check_in("kind", kind, REMOVALS)
     idx, noise = torch.as_tensor(idx), torch.as_tensor(noise, dtype=torch.bool)
     if idx.dim() != 2 or noise.shape != idx.shape:

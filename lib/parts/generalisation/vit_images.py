@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from lib.config import check_array, check_int, check_positive
+from lib.config import check_array, check_instance, check_int, check_positive
 from lib.train import train_stacked
 
 CANVAS = 20  # side of the composite image
@@ -61,6 +61,7 @@ def compose_images(digits, photo, rng) -> tuple[np.ndarray, np.ndarray]:
     Returns:
         ``images`` ``(n, 20, 20)`` and ``relevant`` ``(n, 25)``: True for the 16 tokens covered by the digit.
     """
+    check_instance("rng", rng, np.random.Generator)
     digits = check_array("digits", digits)
     photo = np.asarray(photo, dtype=bool)
     if digits.ndim != 3 or digits.shape[1:] != (8, 8):
@@ -98,6 +99,7 @@ def patchify(images) -> np.ndarray:
 
 def removal_mask(relevant, n_removed: int, rng) -> np.ndarray:
     """Kept tokens ``(n, 25)`` after removing ``n_removed`` of each sample's background tokens at random."""
+    check_instance("rng", rng, np.random.Generator)
     relevant = np.asarray(relevant, dtype=bool)
     if relevant.ndim != 2:
         raise ValueError(f"relevant must have shape (n, T), got {relevant.shape}")
@@ -260,6 +262,8 @@ def accuracy_map(removals, Ns, seeds, *, arch: dict, steps: int, lr: float, batc
     Returns:
         dict with ``acc`` ``(n_removals, n_N, n_seeds)``, ``alpha`` ``(n_removals,)`` and ``diverged``.
     """
+    check_array("removals", removals)
+    check_array("classes", classes)
     removals = [int(r) for r in removals]
     alpha = alpha_star(removals)
     _check_grid(Ns, seeds)

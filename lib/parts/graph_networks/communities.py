@@ -146,6 +146,7 @@ def spectral_partition(edge, n: int, method: str) -> np.ndarray:
     eigenvector of the second largest eigenvalue of :math:`A`, ``"bethe"`` that of the second smallest eigenvalue
     of the Bethe Hessian :math:`H(\\sqrt c)` (Saade et al.), with :math:`c` the graph's mean degree. Returns an int64
     array of shape ``(n,)`` in ``{0, 1}``."""
+    check_array("edge", edge)
     check_int("n", n, minimum=2)
     check_in("method", method, SPECTRAL_METHODS)
     A = _block_adjacency([edge], n)

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import networkx as nx
 import numpy as np
 
-from lib.config import check_array, check_in, check_instance, check_int, check_positive, check_seed
+from lib.config import check_array, check_bool, check_in, check_instance, check_int, check_positive, check_seed
 from lib.graphs import equivalence, operators, wl
 
 #: Operators of the widget and the separation table: name -> function of the graph.
@@ -78,6 +78,8 @@ def multiset_gap(rows1: np.ndarray, rows2: np.ndarray, decimals: int = 9) -> flo
 def first_separating_power(G1, G2, operator: str, K: int, tol: float = 1e-9) -> tuple[int | None, float]:
     """The smallest k such that the GA-MLP features :math:`(\\omega^j\\mathbf 1)_{j\\le k}` of the two graphs differ
     as multisets (gap above ``tol``), or None up to ``K``; and the gap at ``K``."""
+    check_instance("G1", G1, nx.Graph)
+    check_instance("G2", G2, nx.Graph)
     check_positive("tol", tol)
     s1, s2 = operator_stack(G1, operator, K), operator_stack(G2, operator, K)
     first, gap = None, 0.0
@@ -165,6 +167,7 @@ def class_counts(graphs: Sequence, Ks: Sequence[int], *, alpha: int | None = Non
     ``prop22`` (the GA-MLP on :math:`\\{D, AD^{-\\alpha}\\}`) when ``alpha`` is given, ``alg1`` (the keys of
     :func:`algorithm1_keys`) when ``algorithm1``; also ``exact_fraction`` of each: the share of graphs whose class
     holds only graphs isomorphic to them."""
+    check_bool("algorithm1", algorithm1)
     graphs = list(graphs)
     if isinstance(Ks, (str, bytes)) or not hasattr(Ks, "__iter__"):
         raise ValueError(f"Ks must be a sequence of integers, got {Ks!r}")

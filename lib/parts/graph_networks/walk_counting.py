@@ -20,10 +20,11 @@ from __future__ import annotations
 import math
 from math import comb
 
+import networkx as nx
 import numpy as np
 import torch
 
-from lib.config import check_in, check_int, check_positive, check_seed
+from lib.config import check_in, check_instance, check_int, check_positive, check_seed
 from lib.graphs.operators import adjacency, augmented_adjacency, propagate
 from lib.graphs.walks import attributed_walk_counts
 from lib.models.gnn import GIN, edge_index_of
@@ -44,6 +45,7 @@ def parity_features(n: int) -> np.ndarray:
 def blue_walk_labels(G, length: int) -> np.ndarray:
     """Number of walks of ``length`` steps from every node whose nodes, the start included, are all blue under
     :func:`parity_features` (int64, shape ``(n,)``)."""
+    check_instance("G", G, nx.Graph)
     check_int("length", length, minimum=0)
     X = parity_features(G.number_of_nodes())
     return attributed_walk_counts(G, X, [(1, 0)] * length, start=(1, 0))
@@ -70,6 +72,7 @@ def split_nodes(n: int, rule: str, n_train: int, seed: int = 0) -> np.ndarray:
 def gamlp_design(G, operator: str, K: int) -> np.ndarray:
     """GA-MLP input :math:`[X, \\omega X, \\dots, \\omega^K X]` of the parity features, shape ``(n, 2(K+1))``
     (float64, not yet standardised); ``operator`` is ``"A"`` or ``"A1"`` (:math:`\\tilde A_{(1)}`)."""
+    check_instance("G", G, nx.Graph)
     check_in("operator", operator, GAMLP_OPERATORS)
     check_int("K", K, minimum=0)
     X = parity_features(G.number_of_nodes()).astype(np.float64)
@@ -204,6 +207,7 @@ def handset_gin(G, length: int) -> GIN:
 
 def handset_counts(G, length: int) -> np.ndarray:
     """Outputs of :func:`handset_gin` on ``G`` with the parity features, rounded to int64 (shape ``(n,)``)."""
+    check_instance("G", G, nx.Graph)
     gin = handset_gin(G, length)
     x = torch.as_tensor(parity_features(G.number_of_nodes()), dtype=torch.float64)
     with torch.no_grad():

@@ -100,6 +100,9 @@ def sample_recall(
     Returns:
         ``z`` ``(batch, T + 1)`` int64 tokens in ``[0, N]`` and ``y_bar`` ``(batch, len(triggers))``.
     """
+    check_array("pi_u", pi_u)
+    check_array("pi_b", pi_b)
+    check_array("triggers", triggers)
     pi_u, pi_b = torch.as_tensor(pi_u, dtype=torch.float64), torch.as_tensor(pi_b, dtype=torch.float64)
     N = pi_u.shape[0]
     if pi_u.ndim != 1 or pi_b.shape != (N, N):
