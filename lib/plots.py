@@ -129,6 +129,8 @@ def _plain(text: str) -> str:
 def figure_description(fig) -> str:
     """A text description of a figure built from what it shows: its title, and each panel's title and axis
     labels (colour bars skipped). The book uses it as the alt text of every figure."""
+    from matplotlib.figure import Figure
+    check_instance("fig", fig, Figure)
     parts = []
     title = fig.get_suptitle()
     panels = [ax for ax in fig.axes if ax.get_label() != "<colorbar>" and ax.get_visible()]

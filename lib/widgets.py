@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from . import chapter
-from .config import check_int, pick
+from .config import check_callable, check_instance, check_int, pick
 
 STATIC_MARKER = "data-eld-static"
 
@@ -55,6 +55,8 @@ def render_png(fig, dpi: int = 72) -> bytes:
 
     No ``bbox_inches="tight"``: the book style's constrained layout already fits the figure, and the second layout
     pass of a tight bounding box made each static frame about 1.2x slower."""
+    from matplotlib.figure import Figure
+    check_instance("fig", fig, Figure)
     import matplotlib.pyplot as plt
 
     check_int("dpi", dpi, minimum=1)
@@ -81,6 +83,7 @@ def static_html(plot_fn: Callable, grid: dict[str, list], initial: dict, *, dpi:
                 labels: dict[str, str] | None = None) -> str:
     """The static form: every combination of ``grid`` rendered once, and one JavaScript control per slider
     (named by ``labels[name]`` where given)."""
+    check_callable("plot_fn", plot_fn)
     names = list(grid)
     shown = {n: (labels or {}).get(n, n) for n in names}
     frames, seconds = {}, []

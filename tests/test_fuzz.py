@@ -24,6 +24,7 @@ import numpy as np
 import pytest
 import torch
 from fuzz_cases_more import CASES as MORE_CASES  # noqa: E402 - tests/ is on the path (no package)
+from fuzz_cases_parts import CASES as PARTS_CASES  # noqa: E402
 
 from lib import config, curvature, curves, flows, maps, plots, stats, sweep, train, widgets
 from lib.data import digits, gmm, prompts, sphere, tokens
@@ -79,6 +80,7 @@ MUTATIONS = {
     "posnone": ([0.0, -1.0, NAN, INF], ["abc"]),  # > 0, None allowed
     "callable": ([], ["abc", None]),
     "object": ([], ["abc", None, 3]),  # a configuration or model object of a given class
+    "objectnone": ([], ["abc", 3]),  # an object of a given class, None allowed (the default)
     "realnone": ([NAN, INF], ["abc"]),  # a finite number, None allowed (no bound)
     "any": ([], []),  # any value by design (a fill value, a bound that None switches off): nothing to refuse
 }
@@ -494,7 +496,7 @@ CASES = [
 ]
 
 
-CASES += MORE_CASES
+CASES += MORE_CASES + PARTS_CASES
 
 
 def _mutate(value, bad):
@@ -655,17 +657,12 @@ claims: ClaimsTable chapter coverage exponent_status failed_preconditions load_m
     normalise_source record source_mentions table_html tex_html  # ledger and report: free text and records
 claims: status  # ok/partly are often NumPy or torch booleans from a comparison; check_bool would break chapters
 config: pick  # any two values by design (a quick and a full setting)
-curvature: flatten_module top_eigenpairs  # take a model or a HessianOperator: no case written yet
 graphs.wl: colour_multiset  # any hashable colours by design
-maps: cobweb  # draws on an axis: no case written yet
-models.cnn: ConceptCNN  # cfg None means the default; no case written yet
-models.unet: CondUNet  # cfg None means the default; no case written yet
 models.gnn: neighbour_sum  # inner-loop kernel of every GNN forward pass; its callers check their inputs
 models.sgnn: apply_adjacency instance_norm  # inner-loop kernels of the SGNN forward pass
-models.one_hidden: cross_entropy_gradient cross_entropy_hessian cross_entropy_risk
-    one_hidden_probability  # kernels called per Newton or GD step; their callers check W and X
+models.one_hidden: cross_entropy_gradient cross_entropy_hessian cross_entropy_risk one_hidden_probability
+    # kernels called per Newton or GD step; their callers check W and X
 models.shallow_attention: attention_mass  # called inside training steps (graph transformers, ViTs)
-models.shallow_attention: ShallowAttention  # no case written yet
 models.hf: load_pretrained tiny_gpt_neox  # build a transformers model (seconds); no case written yet
 parts.edge_of_stability.balancing: single_neuron_population_grad single_neuron_population_loss
     single_neuron_reduced_step  # per-step kernels of the single-neuron runs, which check their arguments
@@ -698,45 +695,43 @@ parts.memorisation.language_models: run_template_lm train_template_lm laser_swee
 parts.memorisation.noisy_recall: recall_experiment train_recall  # train transformers (seconds+)
 success: success_map  # runs an experiment per (x, N, seed)
 sweep: cached_call clean_orphans clear_cache sweep  # cache machinery, tested in test_sweep.py
-widgets: SliderFigure render_png static_html  # render figures; no case written yet
-plots: figure_description  # takes a figure; no case written yet
+widgets: SliderFigure  # render figures; no case written yet
 parts.concept_learning.plots: plot_entry_groups plot_hypercube plot_trajectory_plane  # draw: no case yet
 parts.graph_networks.rooted_graphs: draw_aggregation_tree draw_graph_rooted draw_labelled_tree  # draw
 parts.graph_networks.telling_graphs_apart: draw_values  # draws on an axis: no case written yet
-parts.concept_learning.deep_models: assumptions_satisfiable check_assumptions deep_linear_population_run
-    run_symmetric  # no case written yet
-parts.concept_learning.diffusion: Ensemble VPSchedule ddim_sample diffusion_loss q_sample  # no case yet
-parts.concept_learning.jacobian_lemmas: check_lemmas  # no case written yet
-parts.concept_learning.linear_gd: end_to_end population_gd_deep_linear sgd_mlp_batched  # no case yet
-parts.concept_learning.shapes: class_conditioning render_discs  # no case written yet
-parts.edge_of_stability.beyond_low_dimension: equal_k_sharpness line_search_minimum ts_loss
-    ts_ratios ts_unpack  # no case written yet
-parts.edge_of_stability.matrix_factorisation: mf_flat_loss mf_loss mf_step orbit_structure  # no case yet
-parts.generalisation.chain_of_thought: cot_inference cot_training_batch fig75_transitions icl_inference
-    sample_test_prompts step_transitions  # no case written yet
+parts.concept_learning.deep_models: deep_linear_population_run  # no case written yet
+parts.concept_learning.diffusion: Ensemble  # no case yet
+parts.concept_learning.linear_gd: population_gd_deep_linear sgd_mlp_batched  # no case yet
+parts.generalisation.chain_of_thought: cot_inference cot_training_batch icl_inference sample_test_prompts
+    # no case written yet
 parts.generalisation.cot_multilayer: multilayer_cot_model  # no case written yet
-parts.generalisation.gcn_sampling: relative_mse sampling_spread sin_tanh_labels symmetric_spread
-    two_group_problem  # no case written yet
+parts.generalisation.gcn_sampling: sampling_spread sin_tanh_labels symmetric_spread two_group_problem
+    # no case written yet
 parts.generalisation.group_imbalance: asymptotic_excess draw_problems excess_risks local_uniqueness
     score_moments teacher_curvature tensor_initialization  # no case written yet
-parts.generalisation.in_context_learning: baseline_errors icl_forward neuron_rows one_run projection_norms
-    lucky_neurons unseen_tasks  # no case written yet
+parts.generalisation.in_context_learning: baseline_errors icl_forward projection_norms lucky_neurons
+    # no case written yet
 parts.generalisation.scaling: boundary_exponent  # no case written yet
-parts.generalisation.shallow_vits: make_data vit_init thm1_hypotheses token_noise  # no case written yet
-parts.generalisation.vit_images: accuracy alpha_star digits_by_class  # no case written yet
-parts.graph_networks.communities: bethe_spectra permutation_ce spectral_overlaps  # no case written yet
-parts.graph_networks.rooted_graphs: tree_layout tree_walk_counts  # no case written yet
-parts.graph_networks.telling_graphs_apart: algorithm1_keys power_graph_check word_features  # no case yet
-parts.graph_networks.walk_counting: handset_gin  # no case written yet
-parts.induction_heads.construction: best_bilinear_fit build_gih2 build_ihn build_vanilla_ih
-    layer1_copy_error relu_features_fit run_last  # no case written yet
-parts.induction_heads.four_phases: mixed_target reparam_forward  # no case written yet
+parts.generalisation.shallow_vits: make_data thm1_hypotheses token_noise  # no case written yet
+parts.generalisation.vit_images: accuracy digits_by_class  # no case written yet
+parts.graph_networks.communities: bethe_spectra spectral_overlaps  # no case written yet
+parts.graph_networks.rooted_graphs: tree_layout  # no case written yet
+parts.graph_networks.telling_graphs_apart: power_graph_check word_features  # no case yet
+parts.induction_heads.construction: best_bilinear_fit build_gih2 build_ihn layer1_copy_error  # no case written yet
+parts.induction_heads.four_phases: reparam_forward  # no case written yet
 parts.induction_heads.sample_flows: ih_sample_flow  # no case written yet
-parts.induction_heads.trained_transformers: induction_score induction_targets  # no case written yet
 parts.memorisation.ioi: ioi_scores  # no case written yet
-parts.memorisation.language_models: encode lm_loss  # no case written yet
+parts.memorisation.language_models: lm_loss  # no case written yet
 parts.memorisation.noisy_recall: dropped_scores eval_batches init_code_scale pre_ff2_states probe_maps
     recall_metrics recall_model repeated_targets restore_model value_rank_scores  # no case written yet
+parts.concept_learning.diffusion: diffusion_loss q_sample
+    # kernels called every training or GD step (a check there would copy the tensors each step)
+parts.edge_of_stability.matrix_factorisation: mf_loss mf_step
+    # kernels called every training or GD step (a check there would copy the tensors each step)
+parts.generalisation.gcn_sampling: relative_mse
+    # kernels called every training or GD step (a check there would copy the tensors each step)
+parts.graph_networks.communities: permutation_ce
+    # kernels called every training or GD step (a check there would copy the tensors each step)
 """
 
 

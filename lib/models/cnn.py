@@ -36,6 +36,7 @@ class ConceptCNN(nn.Module):
     """3x3 conv + GELU blocks, global max-pool, 2-layer MLP, ``heads`` two-way outputs: (B,C,S,S) -> (B,heads,2)."""
 
     def __init__(self, cfg: CNNConfig | None = None):
+        check_instance("cfg", cfg, (CNNConfig, type(None)))
         super().__init__()
         cfg = cfg or CNNConfig()
         self.cfg = cfg

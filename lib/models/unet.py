@@ -102,6 +102,7 @@ class CondUNet(nn.Module):
     """
 
     def __init__(self, cfg: UNetConfig | None = None):
+        check_instance("cfg", cfg, (UNetConfig, type(None)))
         super().__init__()
         cfg = cfg or UNetConfig()
         self.cfg = cfg

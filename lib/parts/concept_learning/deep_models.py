@@ -161,6 +161,7 @@ def run_symmetric(a, mu, U0, eta: float, steps: int, record_steps=None) -> Symme
     Returns:
         a :class:`SymmetricRun`; diverging seeds are flagged in ``diverged`` (their values become NaN).
     """
+    check_array("U0", U0)
     a = _vec("a", a)
     mu = _vec("mu", mu)
     U = np.array(U0, dtype=float, copy=True)
@@ -318,6 +319,7 @@ def check_assumptions(
 
     Returns a dict ``{"D.1": bool, ..., "D.5": bool, "all": bool, "constants": {...}}``.
     """
+    check_array("W0", W0)
     a = _vec("a", a)
     W0 = np.asarray(W0, dtype=float)
     check_shape("W0", W0, (a.size, a.size))
@@ -365,6 +367,7 @@ def assumptions_satisfiable(a, W0, eta: float) -> dict:
     satisfies
     that assumption, and ``"all"`` whether one grid point satisfies all five at once.
     """
+    check_array("W0", W0)
     names = ("D.1", "D.2", "D.3", "D.4", "D.5")
     any_ok = dict.fromkeys(names, False)
     all_ok = False

@@ -32,7 +32,17 @@ import numpy as np
 import torch
 from torch.func import functional_call, stack_module_state
 
-from lib.config import check_array, check_finite, check_int, check_positive, check_range, check_seed, check_shape
+from lib.config import (
+    check_array,
+    check_callable,
+    check_finite,
+    check_instance,
+    check_int,
+    check_positive,
+    check_range,
+    check_seed,
+    check_shape,
+)
 from lib.curves import distance_rebound, hitting_time, running_median
 from lib.stats import bootstrap_paired_mean
 from lib.train import train_stacked
@@ -46,6 +56,8 @@ class VPSchedule:
     gamma_max: float = 10.0
 
     def __post_init__(self):
+        check_finite("gamma_min", self.gamma_min)
+        check_finite("gamma_max", self.gamma_max)
         if not (np.isfinite(self.gamma_min) and np.isfinite(self.gamma_max) and self.gamma_max > self.gamma_min):
             raise ValueError(f"gamma_max must be finite and > gamma_min, got ({self.gamma_min}, {self.gamma_max})")
 
@@ -90,6 +102,10 @@ def ddim_sample(eps_fn, schedule: VPSchedule, noise: torch.Tensor, cond: torch.T
     ``cond`` (B, cond_dim); ``clip``: clip ``x_hat`` to [-clip, clip] at every step (None: no clipping).
     Implements ``z_s = alpha_s x_hat + sigma_s eps_hat`` on the grid ``t_i = 1 - i / steps``.
     """
+    check_callable("eps_fn", eps_fn)
+    check_instance("schedule", schedule, VPSchedule)
+    check_array("noise", noise)
+    check_array("cond", cond)
     check_int("steps", steps, minimum=1)
     if clip is not None:
         check_positive("clip", clip)

@@ -17,7 +17,7 @@ import math
 import numpy as np
 import torch
 
-from lib.config import check_bool, check_in, check_int, check_positive, check_seed
+from lib.config import check_bool, check_in, check_instance, check_int, check_positive, check_seed
 from lib.models.mlp import _layer_sizes
 from lib.train import train_stacked
 
@@ -90,6 +90,7 @@ def end_to_end(weights: list[torch.Tensor], biases: list[torch.Tensor] | None = 
     ``weights[l]``: ``(K, n_l, n_{l-1})``; ``biases[l]``: ``(K, n_l)`` or ``None``. Returns ``W`` of shape
     ``(K, d_out, d_in)`` and ``c`` of shape ``(K, d_out)`` (zeros without biases).
     """
+    check_instance("weights", weights, (list, tuple))
     if not weights:
         raise ValueError("weights must contain at least one layer")
     W = weights[0]

@@ -56,12 +56,16 @@ def ts_init(d: int = 16, seed: int = 0, *, k_step: float = 0.0625, noise: float 
 
 def ts_unpack(theta: torch.Tensor, d: int = 16):
     """Split ``theta`` (d*d + d,) into ``W`` (d, d) (rows w_i) and ``v`` (d,)."""
+    check_array("theta", theta)
+    check_int("d", d, minimum=1)
     check_shape("theta", theta, (d * d + d,))
     return theta[: d * d].reshape(d, d), theta[d * d:]
 
 
 def ts_loss(X: torch.Tensor, y: torch.Tensor):
     """Eq. (20) as a function of the flat ``theta``: ``1/m sum_j (sum_i v_i ReLU(w_i^T x_j) - y_j)^2``."""
+    check_array("X", X)
+    check_array("y", y)
     m, d = X.shape
     check_shape("y", y, (m,))
 
@@ -74,6 +78,8 @@ def ts_loss(X: torch.Tensor, y: torch.Tensor):
 
 def ts_ratios(theta: torch.Tensor, d: int = 16) -> np.ndarray:
     """The ratios ``||w_i|| / v_i`` (shape (d,)), equal to ``k_i^2`` on the minimum set (Eq. 21)."""
+    check_array("theta", theta)
+    check_int("d", d, minimum=1)
     W, v = ts_unpack(torch.as_tensor(theta), d)
     return (W.norm(dim=1) / v).detach().numpy()
 
@@ -85,6 +91,8 @@ def equal_k_sharpness(X: torch.Tensor, k_values) -> np.ndarray:
     ``J = [P / k, k Q]``, ``P[j, (i, l)] = 1[x_ji > 0] x_jl`` and ``Q[j, i] = ReLU(x_ji)`` independent of k.
     X: (m, d); returns shape (len(k_values),).
     """
+    check_array("X", X)
+    check_array("k_values", k_values)
     k_values = np.asarray(k_values, float)
     if k_values.ndim != 1 or np.any(k_values <= 0):
         raise ValueError("k_values must be a 1-D array of positive numbers")
@@ -148,6 +156,9 @@ def line_search_minimum(loss, theta: torch.Tensor, g: torch.Tensor, eta: float, 
     """Def 5: ``c* = argmin_{c in [0, 1]} loss(theta - c eta g)`` (grid of ``n_grid`` points, vectorised with
     ``vmap``, then refined by a parabola through the best grid point and its neighbours) and
     ``theta_tilde = theta - c* eta g``. theta, g: shape (n,). Returns ``(c_star, theta_tilde)``."""
+    check_callable("loss", loss)
+    check_array("theta", theta)
+    check_array("g", g)
     check_positive("eta", eta)
     check_int("n_grid", n_grid, minimum=3)
     check_shape("g", g, tuple(theta.shape))

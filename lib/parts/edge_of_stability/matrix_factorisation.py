@@ -400,6 +400,7 @@ def mf_flat_loss(m: int, p: int, q: int, C):
     """The loss ``theta -> 1/2 ||X Y - C||_F^2`` of a flat parameter ``theta = vec(X, Y)`` (shape (m p + p
     q,)),
     for ``lib.curvature`` (Eq. 146)."""
+    check_array("C", C)
     for name, v in (("m", m), ("p", p), ("q", q)):
         check_int(name, v, minimum=1)
     C = torch.as_tensor(C, dtype=torch.float64)
@@ -422,6 +423,9 @@ def orbit_structure(Y, Z, C) -> dict:
     * ``resid_eig``: ``u^T (YZ^T - C) u``, predicted ``(rho^2 - 1) sigma_1^2``;
     * ``sy``, ``sz``: sigma_max(Y), sigma_max(Z), predicted both ``rho sigma_1``.
     """
+    check_array("Y", Y)
+    check_array("Z", Z)
+    check_array("C", C)
     Y, Z, C = _np(Y), _np(Z), _np(C)
     for name, M in (("Y", Y), ("Z", Z)):
         check_shape(name, M, C.shape)

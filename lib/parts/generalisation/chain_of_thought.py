@@ -15,7 +15,16 @@ import torch
 from torch import nn
 
 from lib import curves
-from lib.config import check_array, check_in, check_int, check_int_array, check_positive, check_range, check_seed
+from lib.config import (
+    check_array,
+    check_in,
+    check_instance,
+    check_int,
+    check_int_array,
+    check_positive,
+    check_range,
+    check_seed,
+)
 from lib.data import prompts
 from lib.train import train
 
@@ -159,6 +168,8 @@ def step_transitions(step_maps: torch.Tensor, tau: float, rho: float, *, mode: s
     Returns:
         ``(batch, K, m, m)`` float tensor.
     """
+    check_array("step_maps", step_maps)
+    check_instance("generator", generator, (torch.Generator, type(None)))
     check_range("tau", tau, 0.0, 1.0, lo_open=True)
     check_range("rho", rho, 0.0, 1.0, lo_open=True)
     check_in("mode", mode, ("distractor", "condition_fail"))
@@ -308,6 +319,8 @@ def fig75_transitions(step_maps: torch.Tensor, *, fail_share: float = 0.3,
     Returns:
         ``(batch, K, m, m)`` float tensor.
     """
+    check_array("step_maps", step_maps)
+    check_instance("generator", generator, (torch.Generator, type(None)))
     check_range("fail_share", fail_share, 0.0, 1.0)
     batch, n_steps, m = step_maps.shape
     if n_steps != 3:

@@ -387,6 +387,7 @@ def train_icl(configs: list[dict], *, m: int = 200, delta: float = 0.2, lr: floa
 
 def neuron_rows(model: ShallowAttention) -> torch.Tensor:
     """The rows ``r_i`` of ``W_O W_V`` (Theorem 6.3.7): ``(R, m, d_X + d_Y)``."""
+    check_instance("model", model, ShallowAttention)
     return (model.W_O @ model.W_V).detach()
 
 
@@ -451,6 +452,7 @@ def pruning_curve(model: ShallowAttention, config: dict, rates, method: str = "m
 
 def one_run(model: ShallowAttention, run: int = 0) -> ShallowAttention:
     """A one-run copy of run ``run`` of ``model`` (a model of :func:`icl_model`)."""
+    check_instance("model", model, ShallowAttention)
     check_int("run", run, minimum=0, maximum=model.W_K.shape[0] - 1)
     m, d = model.W_O.shape[1], model.W_K.shape[1]
     one = ShallowAttention(1, d, m, d_v=model.W_V.shape[1], readout="first")

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from torch.func import functional_call
 
-from lib.config import check_array, check_finite, check_in, check_int, check_positive
+from lib.config import check_array, check_finite, check_in, check_instance, check_int, check_positive
 from lib.data.tokens import pattern_bank, pattern_sequences
 from lib.models.shallow_attention import ShallowAttention, attention_mass
 from lib.success import check_members, success_map
@@ -23,6 +23,9 @@ from lib.success import check_members, success_map
 def vit_init(runs: int, d: int, kappa: float, delta: float, sigma: float, gen: torch.Generator):
     """The initial ``(W_K, W_Q)`` and ``W_V`` of the chapter: ``kappa (I + delta G / sqrt d)`` and
     ``I + sigma G' / sqrt d`` (our non-degenerate reading of the thesis's ``delta^2 I / c_0^2``)."""
+    check_int("runs", runs, minimum=1)
+    check_int("d", d, minimum=1)
+    check_instance("gen", gen, torch.Generator)
     check_positive("kappa", kappa)
     check_positive("delta", delta, allow_zero=True)
     check_positive("sigma", sigma, allow_zero=True)

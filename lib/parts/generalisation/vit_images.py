@@ -36,6 +36,7 @@ N_BACKGROUND = N_TOKENS - N_DIGIT_TOKENS
 
 def alpha_star(n_removed):
     """Fraction of label-relevant tokens left after removing ``n_removed`` background tokens: ``16/(25-r)``."""
+    check_array("n_removed", n_removed)
     r = np.asarray(n_removed, dtype=float)
     if np.any(r < 0) or np.any(r > N_BACKGROUND) or np.any(r != np.round(r)):
         raise ValueError(f"n_removed must be integers in 0..{N_BACKGROUND}, got {n_removed!r}")

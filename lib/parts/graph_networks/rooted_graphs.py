@@ -79,6 +79,8 @@ def lemma_a6_bound(m: int, K: int) -> int:
 def tree_walk_counts(m: int, K: int, labels: np.ndarray, pattern) -> np.ndarray:
     """:math:`|\\mathcal W_k(T^{[\\rm root]};(x_1,\\dots,x_k))|` for every labelling (rows of ``labels``, shape
     ``(N, n)``) of the full ``m``-ary depth-``K`` tree, walks in the tree as a graph (backtracking allowed)."""
+    check_array("labels", labels)
+    check_array("pattern", pattern)
     check_int("m", m, minimum=1)
     check_int("K", K, minimum=0)  # named here, not as the helper's depth
     T = full_mary_tree(m, K)

@@ -148,6 +148,7 @@ def algorithm1_keys(graphs: Sequence) -> list:
     :math:`\\gamma_i=\\{d_j: j\\in\\mathcal N(i), d_j>\\bar d\\}` and the graph the multiset
     :math:`F(G)=\\{\\gamma_i\\}`. Isomorphic graphs get equal keys; Lemma A.5 says that almost all graphs get a key
     no non-isomorphic graph shares. Every graph needs :math:`r\\le n` (``n >= 10``)."""
+    check_instance("graphs", graphs, (list, tuple))
     keys = []
     for G in graphs:
         n = G.number_of_nodes()

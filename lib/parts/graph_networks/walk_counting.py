@@ -172,6 +172,7 @@ def handset_gin(G, length: int) -> GIN:
     diagonal of :math:`b`), so :math:`c^{(t)}=(BA+MI)^tb` and the linear JK readout
     :math:`\\sum_t\\binom{L}{t}(-M)^{L-t}c^{(t)}=(BA)^Lb` is the count. Exact while the values stay below
     :math:`2^{53}`."""
+    check_instance("G", G, nx.Graph)
     check_int("length", length, minimum=1)
     n = G.number_of_nodes()
     dmax = max((d for _, d in G.degree()), default=0)

@@ -23,7 +23,16 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from lib.config import check_array, check_callable, check_finite, check_int, check_positive, check_shape
+from lib.config import (
+    check_array,
+    check_callable,
+    check_finite,
+    check_instance,
+    check_int,
+    check_positive,
+    check_seed,
+    check_shape,
+)
 from lib.models.transformer import Transformer, TransformerConfig
 
 
@@ -122,6 +131,8 @@ def build_vanilla_ih(W: torch.Tensor, p: float, dtype=torch.float64) -> Transfor
 
     Args: ``W`` ``(d, d)`` the similarity matrix ``W*``; ``p > 0`` the layer-1 slope ``p^{(1,1)}``.
     """
+    check_array("W", W)
+    check_positive("p", p)
     if not torch.is_tensor(W) or W.ndim != 2 or W.shape[0] != W.shape[1]:
         raise ValueError(f"W must be a square (d, d) tensor, got {getattr(W, 'shape', type(W))}")
     check_positive("p", p, allow_zero=True)
@@ -143,6 +154,8 @@ def build_vanilla_ih(W: torch.Tensor, p: float, dtype=torch.float64) -> Transfor
 def run_last(model: Transformer, X: torch.Tensor, n: int = 2) -> torch.Tensor:
     """``TF_{-1}(X)``: the last output token of a hand-built model, with the layer-2 keys ``s < n`` masked.
     ``X`` ``(B, L, d)`` -> ``(B, d)``."""
+    check_instance("model", model, Transformer)
+    check_array("X", X)
     _check_X(X)
     L = X.shape[1]
     out = model(X.to(next(model.parameters()).dtype), key_masks=[None, key_mask(L, n)])
@@ -416,6 +429,12 @@ def relu_features_fit(f, M: int, low: float = -1.0, high: float = 1.0, rng=0, n_
     ``max_err`` (the
     sup error on the fit points).
     """
+    check_callable("f", f)
+    check_finite("low", low)
+    check_finite("high", high)
+    check_positive("ridge", ridge)
+    if not isinstance(rng, np.random.Generator):
+        check_seed("rng", rng)
     check_int("M", M, minimum=1)
     check_int("n_fit", n_fit, minimum=2)
     check_positive("ridge", ridge, allow_zero=True)

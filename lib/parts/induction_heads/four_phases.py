@@ -74,6 +74,8 @@ def mixed_target(X, alpha_star: float, w_star: float, *, softmax: str = "true"):
     Returns:
         torch tensor (B, 2): ``(g* x_{L-2}, h* sum_{s=2}^{L-1} softmax(w*^2 x_L x_{s-1}) x_s)``.
     """
+    check_array("X", X)
+    check_positive("w_star", w_star)
     import torch
 
     check_in("softmax", softmax, ("true", "exp"))

@@ -1,0 +1,130 @@
+"""Cases of ``tests/test_fuzz.py`` for the parts' helpers and small models (imported there): one valid, small call
+per public function, with the kinds of the parameters to mutate (the others get a kind from their base value)."""
+
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+import pytest
+import torch
+
+from lib import curvature, maps, plots, widgets
+from lib.models import cnn, shallow_attention, unet
+from lib.parts.concept_learning import deep_models, diffusion, jacobian_lemmas, linear_gd, shapes, sim_data
+from lib.parts.edge_of_stability import beyond_low_dimension as bld
+from lib.parts.edge_of_stability import matrix_factorisation as mf
+from lib.parts.generalisation import chain_of_thought, shallow_vits, vit_images
+from lib.parts.generalisation import in_context_learning as icl
+from lib.parts.graph_networks import rooted_graphs, telling_graphs_apart, walk_counting
+from lib.parts.induction_heads import construction, four_phases, trained_transformers
+from lib.parts.memorisation import language_models
+
+
+def C(fn, kinds: str, *args, **kwargs):
+    """One case: ``fn(*args, **kwargs)`` is valid; ``kinds`` = "name:kind name:kind ..."."""
+    return pytest.param(fn, args, kwargs, dict(k.split(":") for k in kinds.split()), id=fn.__qualname__)
+
+
+def _ax():
+    import matplotlib.pyplot as plt
+
+    return plt.figure(figsize=(1, 1)).add_subplot()
+
+
+def _fig():
+    import matplotlib.pyplot as plt
+
+    return plt.figure(figsize=(1, 1))
+
+
+G6 = nx.cycle_graph(6)
+T6 = torch.linspace(-1.0, 1.0, 6, dtype=torch.float64)
+A2 = sim_data.second_moment([1.0, 2.0], [0.1, 0.2], 2)
+W0_2 = np.array([[0.5, 0.01], [0.01, 0.3]])
+LIN = torch.nn.Linear(2, 1).double()
+XY = (torch.ones(4, 2, dtype=torch.float64), torch.zeros(4, 1, dtype=torch.float64))
+TS_X = torch.randn(8, 4, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+MF_C = mf.diag_target(np.array([[1.0, 0.5]]))[0]
+ICL_MODEL = icl.icl_model(2, m=4, d_x=4, d_y=2)
+TOK = torch.tensor([[0, 1, 2, 0, 1, 2]])
+STEP_MAPS = torch.tensor([[[1, 2, 0], [2, 0, 1]]])
+STEP_MAPS3 = torch.tensor([[[1, 2, 0], [2, 0, 1], [0, 2, 1]]])
+SCHED = diffusion.VPSchedule()
+
+
+def _eps(z, t, cond):
+    return torch.zeros_like(z)
+
+
+def _plot(a):
+    fig = _fig()
+    fig.gca().plot([0, a])
+    return fig
+
+
+CASES = [
+    # ------------------------------------------------------------------------------------------ generic layer
+    C(curvature.flatten_module, "model:object loss_of_model:callable", LIN,
+      lambda call: ((call(XY[0]) - XY[1]) ** 2).mean()),
+    C(curvature.top_eigenpairs, "op:object k:count method:option tol:pos maxiter:count seed:seed",
+      curvature.HessianOperator(lambda t: (t**2).sum() + t.sum() ** 4, T6), 1),
+    C(maps.cobweb, "ax:object F:callable x0:real steps:count n_curve:count", _ax(), lambda x: 0.5 * x, 0.3, 3,
+      (0.0, 1.0), n_curve=10),
+    C(plots.figure_description, "fig:object", _fig()),
+    C(widgets.render_png, "fig:object dpi:count", _fig(), 20),
+    C(widgets.static_html, "plot_fn:callable dpi:count", _plot, {"a": [1, 2]}, {"a": 1}, dpi=20),
+    C(cnn.ConceptCNN, "cfg:objectnone", cnn.CNNConfig(channels=(4, 4, 4), hidden=8)),
+    C(unet.CondUNet, "cfg:objectnone", unet.UNetConfig(channels=(8, 8), emb_dim=8)),
+    C(shallow_attention.ShallowAttention, "runs:count d:count m:count readout:option init_o_std:nonneg", 1, 4, 3),
+    # ---------------------------------------------------------------------------------------------- Part I
+    C(bld.ts_unpack, "theta:array d:count", torch.ones(20, dtype=torch.float64), 4),
+    C(bld.ts_ratios, "theta:array d:count", torch.ones(20, dtype=torch.float64), 4),
+    C(bld.ts_loss, "X:array y:array", TS_X, torch.ones(8, dtype=torch.float64)),
+    C(bld.equal_k_sharpness, "X:array k_values:array", TS_X, [0.5, 1.0]),
+    C(bld.line_search_minimum, "loss:callable theta:array g:array eta:pos n_grid:count",
+      lambda t: (t**2).sum(), T6, T6, 0.1, n_grid=11),
+    C(mf.mf_flat_loss, "m:count p:count q:count C:array", 2, 2, 2, MF_C),
+    C(mf.orbit_structure, "Y:array Z:array C:array", torch.eye(2), torch.eye(2), MF_C),
+    # ---------------------------------------------------------------------------------------------- Part II
+    C(construction.build_vanilla_ih, "W:array p:pos", torch.eye(2, dtype=torch.float64), 2.0),
+    C(construction.run_last, "model:object X:array n:count",
+      construction.build_vanilla_ih(torch.eye(2, dtype=torch.float64), 2.0), torch.ones(1, 4, 2,
+                                                                                        dtype=torch.float64)),
+    C(construction.relu_features_fit, "f:callable M:count low:real high:real n_fit:count ridge:pos rng:seed",
+      np.sin, 4, n_fit=20),
+    C(four_phases.mixed_target, "X:array alpha_star:pos w_star:pos softmax:option",
+      np.random.default_rng(0).standard_normal((2, 6)), 1.0, 0.49),
+    C(trained_transformers.induction_targets, "tokens:array", TOK),
+    C(trained_transformers.induction_score, "A:array tokens:array", torch.full((1, 1, 6, 6), 1 / 6), TOK),
+    # --------------------------------------------------------------------------------------------- Part III
+    C(deep_models.check_assumptions, "a:array W0:array eta:pos P:pos K:pos kappa:pos C:pos", A2, W0_2, 0.1),
+    C(deep_models.assumptions_satisfiable, "a:array W0:array eta:pos", A2, W0_2, 0.1),
+    C(deep_models.run_symmetric, "a:array mu:array U0:array eta:pos steps:count", A2, [1.0, 2.0],
+      deep_models.init_symmetric(2, 2, 0.1, 1), 0.1, 3),
+    C(jacobian_lemmas.check_lemmas, "max_steps:count dynamics:option lam:prob chunk:count",
+      jacobian_lemmas.lemma_setting([1.0, 4.0], 2), 3),
+    C(linear_gd.end_to_end, "weights:object", [torch.eye(2), torch.eye(2)]),
+    C(shapes.class_conditioning, "delta:prob", 0.5),
+    C(shapes.render_discs, "centre:array radius:array color:array background:array image_size:count",
+      np.full((1, 2), 4.0), np.array([2.0]), np.ones((1, 3)), np.zeros((1, 3)), 8),
+    C(diffusion.VPSchedule, "gamma_min:real gamma_max:real"),
+    C(diffusion.ddim_sample, "eps_fn:callable schedule:object noise:array cond:array steps:count clip:posnone",
+      _eps, SCHED, torch.zeros(1, 3, 4, 4), torch.zeros(1, 4), steps=2),
+    # ---------------------------------------------------------------------------------------------- Part IV
+    C(rooted_graphs.tree_walk_counts, "m:count K:count labels:array", 2, 2, np.array([0, 1, 1, 0, 1, 0, 1]),
+      (0, 1)),
+    C(telling_graphs_apart.algorithm1_keys, "graphs:object", [nx.cycle_graph(10)]),
+    C(walk_counting.handset_gin, "G:object length:count", G6, 2),
+    # ---------------------------------------------------------------------------------------------- Part VI
+    C(icl.unseen_tasks, "tasks:array m1:count", icl.cyclic_tasks(4), 4),
+    C(icl.neuron_rows, "model:object", ICL_MODEL),
+    C(icl.one_run, "model:object run:count", ICL_MODEL, 1),
+    C(shallow_vits.vit_init, "runs:count d:count kappa:pos delta:nonneg sigma:nonneg gen:object", 1, 4, 1.0, 0.2,
+      0.1, torch.Generator().manual_seed(0)),
+    C(vit_images.alpha_star, "n_removed:array", [0, 3]),
+    C(chain_of_thought.step_transitions, "step_maps:array tau:prob rho:prob mode:option generator:objectnone",
+      STEP_MAPS, 0.5, 0.8, generator=torch.Generator().manual_seed(0)),
+    C(chain_of_thought.fig75_transitions, "step_maps:array fail_share:prob generator:objectnone", STEP_MAPS3,
+      generator=torch.Generator().manual_seed(0)),
+    C(language_models.encode, "words:object", ["the", "dog"]),
+]
