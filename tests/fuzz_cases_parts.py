@@ -9,15 +9,27 @@ import pytest
 import torch
 
 from lib import curvature, maps, plots, widgets
-from lib.models import cnn, shallow_attention, unet
+from lib.data import gmm as gmm_mod
+from lib.graphs import generators, operators
+from lib.models import cnn, hf, shallow_attention, unet
 from lib.parts.concept_learning import deep_models, diffusion, jacobian_lemmas, linear_gd, shapes, sim_data
 from lib.parts.edge_of_stability import beyond_low_dimension as bld
 from lib.parts.edge_of_stability import matrix_factorisation as mf
-from lib.parts.generalisation import chain_of_thought, shallow_vits, vit_images
+from lib.parts.generalisation import (
+    chain_of_thought,
+    cot_multilayer,
+    gcn_sampling,
+    group_imbalance,
+    scaling,
+    settings,
+    shallow_vits,
+    vit_images,
+)
 from lib.parts.generalisation import in_context_learning as icl
-from lib.parts.graph_networks import rooted_graphs, telling_graphs_apart, walk_counting
-from lib.parts.induction_heads import construction, four_phases, trained_transformers
-from lib.parts.memorisation import language_models
+from lib.parts.graph_networks import communities, rooted_graphs, telling_graphs_apart, walk_counting
+from lib.parts.induction_heads import construction, four_phases, sample_flows, trained_transformers
+from lib.parts.memorisation import ioi, language_models, noisy_recall
+from lib.parts.memorisation import settings as msettings
 
 
 def C(fn, kinds: str, *args, **kwargs):
@@ -50,6 +62,18 @@ TOK = torch.tensor([[0, 1, 2, 0, 1, 2]])
 STEP_MAPS = torch.tensor([[[1, 2, 0], [2, 0, 1]]])
 STEP_MAPS3 = torch.tensor([[[1, 2, 0], [2, 0, 1], [0, 2, 1]]])
 SCHED = diffusion.VPSchedule()
+
+
+GMM2 = gmm_mod.gaussian_mixture([0.5, 0.5], np.array([[1.0, 0.0], [-1.0, 0.0]]), np.stack([np.eye(2)] * 2))
+W2 = torch.tensor([[1.0, -1.0], [0.5, 0.5]], dtype=torch.float64)
+GI_X = np.random.default_rng(0).standard_normal((40, 2))
+GI_Y = (GI_X[:, 0] > 0).astype(float)
+GCN_PROBLEM = gcn_sampling.two_group_problem((10, 30), (4, 2), d=3, p=3, seed=0)
+VIT_CFG = dict(settings.VIT, L=10, m=8, steps=5, n_test=20)
+RECALL = dict(msettings.RECALL_QUICK, n_chars=8, d=16, T=16, batch=8, n_test=16)
+RECALL_MODEL = noisy_recall.recall_model(8, 16, 16)
+CLEAN = noisy_recall.eval_batches(RECALL)[0]
+HEX, TRI = generators.hexagon_and_triangles()
 
 
 def _eps(z, t, cond):
@@ -127,4 +151,63 @@ CASES = [
     C(chain_of_thought.fig75_transitions, "step_maps:array fail_share:prob generator:objectnone", STEP_MAPS3,
       generator=torch.Generator().manual_seed(0)),
     C(language_models.encode, "words:object", ["the", "dog"]),
+    # ------------------------------------------------------------------------------------------ third round
+    C(hf.tiny_gpt_neox, "vocab_size:count d_model:count n_layers:count n_heads:count max_len:count seed:seed", 8,
+      d_model=8, n_layers=1, n_heads=1, max_len=8),
+    C(deep_models.deep_linear_population_run, "d:count depth:count width:count n_seeds:count lr:pos steps:count",
+      [1.0, 2.0], [0.1, 0.1], 3, 2, 3, n_seeds=1, lr=0.1, steps=2),
+    C(chain_of_thought.cot_training_batch, "batch:count n_examples:count alpha:prob n_patterns:count d:count "
+      "n_steps:count generator:object", 2, n_examples=2, alpha=0.5, n_patterns=4, d=6, n_steps=2,
+      generator=torch.Generator().manual_seed(0)),
+    C(cot_multilayer.multilayer_cot_model, "d:count n_steps:count d_model:count n_layers:count n_heads:count "
+      "seed:seed", 6, 2, d_model=8, n_layers=1, n_heads=1),
+    C(gcn_sampling.two_group_problem, "sizes:array degrees:array d:count p:count k_out:count seed:seed", (10, 30),
+      (4, 2), d=3, p=3),
+    C(gcn_sampling.sampling_spread, "problem:object p_star:array keeps:array draws:count seed:seed", GCN_PROBLEM,
+      (0.7, 0.3), (0.9,), draws=2),
+    C(gcn_sampling.symmetric_spread, "problem:object p_star:array keeps:array draws:count seed:seed", GCN_PROBLEM,
+      (0.7, 0.3), (0.9,), draws=2),
+    C(group_imbalance.score_moments, "X:array y:array gmm:object", GI_X, GI_Y, GMM2),
+    C(group_imbalance.teacher_curvature, "W_star:array gmm:object n:count rng:object", W2.numpy(), GMM2, 50,
+      np.random.default_rng(0)),
+    C(group_imbalance.excess_risks, "W:array W_star:array gmm:object n_test:count rng:object", W2, W2, GMM2, 50,
+      np.random.default_rng(0)),
+    C(group_imbalance.draw_problems, "gmms:object K:count n:count draws:count rng:object", [GMM2], 2, 20, 2,
+      np.random.default_rng(0)),
+    C(group_imbalance.tensor_initialization, "X:array y:array K:count gmm:object rng:object", GI_X, GI_Y, 2, GMM2,
+      np.random.default_rng(0)),
+    C(scaling.boundary_exponent, "xs:array success:array Ns:array predicted:real min_points:count n_boot:count",
+      [1.0, 2.0, 4.0, 8.0], np.array([[0.0, 1.0, 1.0, 1.0], [0.0, 0.0, 1.0, 1.0], [0.0, 0.0, 0.0, 1.0],
+                                       [0.0, 0.0, 0.0, 0.0]])[..., None], [10, 20, 40, 80], -1.0, n_boot=20),
+    C(shallow_vits.make_data, "seeds:array n_train:count n_test:count alpha_star:prob alpha_hash:prob", [0], 4, 5,
+      VIT_CFG, 0.5, 0.0),
+    C(shallow_vits.token_noise, "alpha_star:prob alpha_hash:prob n:count seed:seed", VIT_CFG, 0.3, 0.2, n=50),
+    C(vit_images.digits_by_class, "classes:array", [0, 1]),
+    C(communities.bethe_spectra, "edge:array n:count", np.array([[0, 1, 2, 0], [1, 2, 3, 3]]), 4),
+    C(communities.spectral_overlaps, "edges:object labels:array n:count method:option",
+      [np.array([[0, 1, 2, 0], [1, 2, 3, 3]])], np.array([[0, 0, 1, 1]]), 4, "adjacency"),
+    C(telling_graphs_apart.word_features, "G:object ops:object max_len:count", HEX,
+      {"A": operators.adjacency(HEX)}, 2),
+    C(telling_graphs_apart.power_graph_check, "G1:object G2:object operator_sets:object max_len:count", HEX, TRI,
+      {"literal": lambda G: {"A": operators.adjacency(G)}}, 2),
+    C(construction.best_bilinear_fit, "P:object", construction.pod(lambda u, v: 2 * u * v, n_nodes=10)),
+    C(construction.build_gih2, "P:object K:count M:count p:pos rng:seed",
+      construction.pod(lambda u, v: 2 * u * v, n_nodes=10), 1, 8),
+    C(four_phases.reparam_forward, "X:array params:object p1:posinf softmax:option",
+      np.random.default_rng(0).standard_normal((2, 6)), {k: torch.tensor(v) for k, v in
+                                                          dict(g=0.5, p=200.0, h=0.5, w=0.49).items()}),
+    C(sample_flows.ih_sample_flow, "X:array alpha_star:pos w_star:pos sigma_init:pos t_max:pos softmax:option "
+      "n_points:count n_grid:count", np.random.default_rng(0).standard_normal((4, 6)), 1.0, 0.49, 0.01, 10.0,
+      n_points=5, n_grid=11),
+    C(ioi.ioi_scores, "model:object test:array rank:count", noisy_recall.recall_model(6, 8, 10, ffn=("mlp",) * 3),
+      ioi.sample_ioi(6, 10, 4, 0.0)[0]),
+    C(noisy_recall.recall_model, "n_chars:count d:count T:count seed:seed", 8, 16, 16),
+    C(noisy_recall.eval_batches, "setting:object seed:seed triggers:array", RECALL),
+    C(noisy_recall.repeated_targets, "clean:object triggers:array", CLEAN),
+    C(noisy_recall.probe_maps, "model:object", RECALL_MODEL),
+    C(noisy_recall.pre_ff2_states, "model:object clean:object triggers:array", RECALL_MODEL, CLEAN),
+    C(noisy_recall.dropped_scores, "model:object clean:object triggers:array", RECALL_MODEL, CLEAN),
+    C(noisy_recall.value_rank_scores, "model:object clean:object ranks:array triggers:array", RECALL_MODEL, CLEAN,
+      [1, 2]),
+    C(noisy_recall.init_code_scale, "model:object", noisy_recall.recall_model(8, 16, 16)),
 ]

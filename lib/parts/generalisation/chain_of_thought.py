@@ -212,6 +212,10 @@ def cot_training_batch(batch: int, *, n_examples: int, alpha: float, n_patterns:
         dict with ``keys`` ``(batch, n K + K, 2 d + K)``, ``valid`` (bool mask), ``query`` ``(batch, 2 d + K)`` and
         ``target`` ``(batch, d)``.
     """
+    check_int("n_examples", n_examples, minimum=1)
+    check_int("n_patterns", n_patterns, minimum=1)
+    check_int("d", d, minimum=1)
+    check_int("n_steps", n_steps, minimum=1)
     bank = prompts.orthonormal_bank(n_patterns, d)
     maps = prompts.shift_tasks(batch, n_patterns, n_steps, generator=generator)
     q = torch.randint(0, n_patterns, (batch,), generator=generator)

@@ -16,7 +16,16 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from lib.config import check_in, check_int, check_int_array, check_positive, check_range, check_seed
+from lib.config import (
+    check_array,
+    check_in,
+    check_instance,
+    check_int,
+    check_int_array,
+    check_positive,
+    check_range,
+    check_seed,
+)
 from lib.graphs import sampling
 from lib.models.gcn import GCN3
 from lib.train import train
@@ -218,6 +227,10 @@ def sampling_spread(problem: dict, p_star, keeps, *, draws: int = 200, seed: int
         largest :math:`(N_l/S_l-1)\\,Lp^*_l\\psi_l`, the :math:`c_1\\mathrm{poly}(\\epsilon)` that (5.10) asks to
         be small) and ``inf_star`` (:math:`\\|A^*\\|_\\infty`).
     """
+    check_instance("problem", problem, dict)
+    check_array("p_star", p_star)
+    check_array("keeps", keeps)
+    check_seed("seed", seed)
     check_int("draws", draws, minimum=2)
     A, groups = problem["A"], problem["groups"]
     g = torch.Generator().manual_seed(seed)
@@ -277,6 +290,10 @@ def symmetric_spread(problem: dict, p_star, keeps, *, draws: int = 200, seed: in
         draws of the largest row sum of :math:`A^*` among the nodes the draw drops: a dropped node's row of
         :math:`A^s` is zero, so the distance is at least this), and ``inf_star`` (:math:`\\|A^*\\|_\\infty`).
     """
+    check_instance("problem", problem, dict)
+    check_array("p_star", p_star)
+    check_array("keeps", keeps)
+    check_seed("seed", seed)
     check_int("draws", draws, minimum=2)
     A, groups = problem["A"], problem["groups"]
     g = torch.Generator().manual_seed(seed)

@@ -176,6 +176,9 @@ def teacher_curvature(W_star: np.ndarray, gmm: GaussianMixture, n: int, rng: np.
     Returns:
         The dK eigenvalues in increasing order (NumPy array).
     """
+    check_array("W_star", W_star)
+    check_instance("gmm", gmm, GaussianMixture)
+    check_instance("rng", rng, np.random.Generator)
     X, _ = sample_mixture(gmm, n, rng)
     H = teacher_probability(W_star, X)
     Wt, Xt, Ht = (torch.tensor(a) for a in (W_star, X, H))
@@ -226,6 +229,10 @@ def excess_risks(W: torch.Tensor, W_star: torch.Tensor, gmm: GaussianMixture, n_
     Returns:
         ``(average, groups)``: NumPy arrays of shapes W.shape[:-2] and W.shape[:-2] + (L,).
     """
+    check_array("W", W)
+    check_array("W_star", W_star)
+    check_instance("gmm", gmm, GaussianMixture)
+    check_instance("rng", rng, np.random.Generator)
     check_int("n_test", n_test, minimum=1)
     per = []
     for l in range(gmm.groups):
@@ -266,6 +273,8 @@ def draw_problems(gmms, K: int, n: int, draws: int, rng: np.random.Generator):
         ``(W_star, X, y)`` as torch float64 tensors of shapes (draws, d, K), (C, draws, n, d), (C, draws, n)
         with C the number of mixtures (no C axis for a single mixture).
     """
+    check_instance("gmms", gmms, (list, tuple, GaussianMixture))
+    check_instance("rng", rng, np.random.Generator)
     single = isinstance(gmms, GaussianMixture)
     gmms = [gmms] if single else list(gmms)
     check_int("K", K, minimum=1)
@@ -361,6 +370,9 @@ def score_moments(X, y, gmm: GaussianMixture, alpha=None, U=None) -> dict:
     Returns:
         dict with ``Q1`` (d,), ``Q2`` (d, d) and, when asked, ``Q3_IIa`` and ``Q3_UUU``.
     """
+    check_array("X", X)
+    check_array("y", y)
+    check_instance("gmm", gmm, GaussianMixture)
     X, y = np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64)
     if X.ndim != 2 or y.shape != X.shape[:1] or X.shape[1] != gmm.dim:
         raise ValueError(f"X must be (n, {gmm.dim}) and y (n,), got {X.shape}, {y.shape}")
@@ -441,6 +453,10 @@ def tensor_initialization(X, y, K: int, gmm: GaussianMixture, rng: np.random.Gen
     Returns:
         W0 of shape (d, K), columns in arbitrary order.
     """
+    check_array("X", X)
+    check_array("y", y)
+    check_instance("gmm", gmm, GaussianMixture)
+    check_instance("rng", rng, np.random.Generator)
     X, y = np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64)
     check_int("K", K, minimum=1, maximum=X.shape[1] if X.ndim == 2 else None)
     if X.ndim != 2 or len(X) < 3 or y.shape != (len(X),):

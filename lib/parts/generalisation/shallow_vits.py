@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from torch.func import functional_call
 
-from lib.config import check_array, check_finite, check_in, check_instance, check_int, check_positive
+from lib.config import check_array, check_finite, check_in, check_instance, check_int, check_positive, check_seed
 from lib.data.tokens import pattern_bank, pattern_sequences
 from lib.models.shallow_attention import ShallowAttention, attention_mass
 from lib.success import check_members, success_map
@@ -50,6 +50,7 @@ def make_data(seeds, n_train: int, n_test: int, cfg: dict, alpha_star: float, al
         dict with ``X, y, rel, idx, noise`` (training) and ``Xt, yt, relt, idxt, noiset`` (test); ``idx`` holds
         each token's pattern and ``noise`` marks the high-noise tokens ``(R, n, L)``.
     """
+    check_array("seeds", seeds)
     check_int("n_train", n_train, minimum=1)
     check_int("n_test", n_test, minimum=1)
     if noisy is not None:
@@ -381,6 +382,7 @@ def token_noise(cfg: dict, alpha_star: float, alpha_hash: float, n: int = 2000, 
     Returns:
         dict with the ``mean`` and ``max`` distance and ``kappa``, the minimum distance between patterns.
     """
+    check_seed("seed", seed)
     check_int("n", n, minimum=1)
     P = pattern_bank(cfg["M"], cfg["d"], rng=0)
     g = np.random.default_rng([7000, int(seed)])

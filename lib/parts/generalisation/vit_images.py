@@ -115,6 +115,7 @@ def removal_mask(relevant, n_removed: int, rng) -> np.ndarray:
 def digits_by_class(classes) -> tuple[np.ndarray, np.ndarray]:
     """The scikit-learn digits of the given classes: ``(n, 8, 8)`` raw images and labels ``0..len(classes)-1``
     (in the order of ``classes``)."""
+    check_array("classes", classes)
     from sklearn.datasets import load_digits
 
     classes = [int(c) for c in classes]

@@ -25,7 +25,16 @@ import scipy.sparse.linalg as sla
 import torch
 
 from lib import train as trainer
-from lib.config import check_array, check_in, check_int, check_int_array, check_positive, check_range, check_seed
+from lib.config import (
+    check_array,
+    check_in,
+    check_instance,
+    check_int,
+    check_int_array,
+    check_positive,
+    check_range,
+    check_seed,
+)
 from lib.graphs import generators
 from lib.models.mlp import MLP
 from lib.models.sgnn import SGNN
@@ -165,6 +174,8 @@ def spectral_partition(edge, n: int, method: str) -> np.ndarray:
 
 def spectral_overlaps(edges, labels, n: int, method: str) -> np.ndarray:
     """Overlap of :func:`spectral_partition` on each graph: float array of shape ``(G,)``."""
+    check_instance("edges", edges, (list, tuple, np.ndarray))
+    check_int("n", n, minimum=1)
     labels = np.asarray(labels)
     if labels.shape != (len(edges), n):
         raise ValueError(f"labels must have shape ({len(edges)}, {n}), got {labels.shape}")
@@ -369,6 +380,8 @@ def linear_readout_overlap(features: np.ndarray, labels: np.ndarray, k: int, see
 def bethe_spectra(edge, n: int) -> dict:
     """Eigen-decompositions of one graph's :math:`A` and :math:`H(\\sqrt c)` (dense, for the chapter's widget):
     dict with ``"A"`` and ``"H"`` -> (eigenvalues ascending ``(n,)``, eigenvectors ``(n, n)``) and ``"c"``."""
+    check_array("edge", edge)
+    check_int("n", n, minimum=1)
     check_int("n", n, minimum=2)
     A = _block_adjacency([edge], n).toarray()
     d = A.sum(axis=1)

@@ -218,6 +218,8 @@ def word_features(G, ops: dict, max_len: int) -> dict[tuple, tuple]:
     """For every word :math:`w=(o_1,\\dots,o_l)`, ``l <= max_len``, over the integer operators ``ops`` (name ->
     sparse matrix of ``G``), the exact vector :math:`o_1\\cdots o_l\\mathbf 1` as a tuple: the features of a GA-MLP
     whose :math:`\\Omega` holds all these products."""
+    check_instance("G", G, nx.Graph)
+    check_instance("ops", ops, dict)
     check_int("max_len", max_len, minimum=0)
     n = G.number_of_nodes()
     out = {(): tuple([1] * n)}
@@ -235,6 +237,9 @@ def word_features(G, ops: dict, max_len: int) -> dict[tuple, tuple]:
 def power_graph_check(G1, G2, operator_sets: dict, max_len: int = 3) -> dict[str, bool]:
     """For each named operator set (name -> function ``G -> {op name: sparse int matrix}``): do the GA-MLP
     features of all words up to ``max_len`` separate ``G1`` and ``G2`` (multisets of node rows differ)?"""
+    check_instance("G1", G1, nx.Graph)
+    check_instance("G2", G2, nx.Graph)
+    check_instance("operator_sets", operator_sets, dict)
     out = {}
     for name, build in operator_sets.items():
         rows = []

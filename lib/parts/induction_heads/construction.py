@@ -462,6 +462,10 @@ def build_gih2(P: POD, K: int, M: int, p: float = 12.0, rng=0, dtype=torch.float
     score is ``g_hat_K(x_L, y_s) = sum_k sigma_k phi_hat_k(x_L) psi_hat_k(y_s)``; value ``x_s``; read-out
     ``x``.
     """
+    check_instance("P", P, POD)
+    check_positive("p", p)
+    if not isinstance(rng, np.random.Generator):
+        check_seed("rng", rng)
     check_int("K", K, minimum=1, maximum=len(P.sigma))
     check_int("M", M, minimum=2 * K)
     check_positive("p", p, allow_zero=True)
@@ -521,6 +525,7 @@ def best_bilinear_fit(P: POD) -> dict:
     product of the
     raw tokens cannot represent any of ``g``'s retrieval preferences.
     """
+    check_instance("P", P, POD)
     u, v = np.meshgrid(P.nodes, P.nodes, indexing="ij")
     w = np.outer(P.weights, P.weights)
     G = np.asarray(P.g(u, v), float)

@@ -17,7 +17,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from lib.config import check_array, check_bool, check_finite, check_in, check_int, check_positive, check_range
+from lib.config import (
+    check_array,
+    check_bool,
+    check_finite,
+    check_in,
+    check_instance,
+    check_int,
+    check_positive,
+    check_range,
+)
 from lib.curves import hitting_time
 from lib.flows import integrate_flow
 
@@ -104,6 +113,10 @@ def reparam_forward(X, params: dict, *, p1: float = float("inf"), softmax: str =
     Returns:
         (..., B, 2): the 4-gram head and the induction head outputs (leading S for parallel runs).
     """
+    check_array("X", X)
+    check_instance("params", params, dict)
+    if isinstance(p1, (str, bytes, bool)) or p1 is None or not float(p1) > 0:
+        raise ValueError(f"p1 must be a number > 0 (inf allowed), got {p1!r}")
     import torch
 
     check_in("softmax", softmax, ("true", "exp"))

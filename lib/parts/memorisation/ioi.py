@@ -27,7 +27,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from lib.config import check_in, check_int, check_range, check_seed
+from lib.config import check_array, check_in, check_instance, check_int, check_range, check_seed
 from lib.models.laser import low_rank
 from lib.models.transformer import Transformer, TransformerConfig
 from lib.parts.memorisation.noisy_recall import FROZEN, init_code_scale, recall_model
@@ -118,6 +118,8 @@ def ioi_scores(model: Transformer, test: torch.Tensor, rank: int = 2) -> dict:
     Returns:
         ``{"full" | "drop_last" | "laser": {"loss", "acc", "p_correct", "p_noise"}}`` (floats).
     """
+    check_instance("model", model, Transformer)
+    check_array("test", test)
     check_int("rank", rank, minimum=0)
     test = torch.as_tensor(test)
     if test.ndim != 2:
