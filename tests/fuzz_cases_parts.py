@@ -10,9 +10,10 @@ import torch
 
 from lib import curvature, maps, plots, widgets
 from lib.data import gmm as gmm_mod
-from lib.graphs import generators, operators
+from lib.graphs import generators, operators, wl
 from lib.models import cnn, hf, shallow_attention, unet
 from lib.parts.concept_learning import deep_models, diffusion, jacobian_lemmas, linear_gd, shapes, sim_data
+from lib.parts.concept_learning import plots as cplots
 from lib.parts.edge_of_stability import beyond_low_dimension as bld
 from lib.parts.edge_of_stability import matrix_factorisation as mf
 from lib.parts.generalisation import (
@@ -74,6 +75,19 @@ RECALL = dict(msettings.RECALL_QUICK, n_chars=8, d=16, T=16, batch=8, n_test=16)
 RECALL_MODEL = noisy_recall.recall_model(8, 16, 16)
 CLEAN = noisy_recall.eval_batches(RECALL)[0]
 HEX, TRI = generators.hexagon_and_triangles()
+
+
+ICL_CFG6 = dict(relevant=icl.icl_banks()[0], irrelevant=icl.icl_banks()[1], tasks=icl.cyclic_tasks(6), length=4,
+                alpha=0.8, kappa=0.5)
+ICL_M = icl.icl_model(2, m=4)
+ICL_P = icl.sample_icl_prompts(6, ICL_CFG6["relevant"], ICL_CFG6["irrelevant"], ICL_CFG6["tasks"], length=4,
+                               alpha=0.8, kappa=0.5, generator=torch.Generator().manual_seed(0))
+ICL_B = icl._run_batch([ICL_CFG6] * 2, 5, torch.Generator().manual_seed(0), 30)
+WS, BS = linear_gd.init_deep_linear(2, 2, 2, 3, K=1, bias=True, seed=0)
+SIM_X = sim_data.sim_samples((1.0, 2.0), (0.1, 0.1), 2, 8, seed=0)[0]
+TREE = wl.aggregation_tree(G6, 0, 2)
+IHN_W = torch.tensor([[1.0, 0.5], [-0.3, 0.8]], dtype=torch.float64)
+IHN_X = torch.ones(2, 6, 1, dtype=torch.float64)
 
 
 def _eps(z, t, cond):
@@ -210,4 +224,44 @@ CASES = [
     C(noisy_recall.value_rank_scores, "model:object clean:object ranks:array triggers:array", RECALL_MODEL, CLEAN,
       [1, 2]),
     C(noisy_recall.init_code_scale, "model:object", noisy_recall.recall_model(8, 16, 16)),
+    # ------------------------------------------------------------------------------------------ fourth round
+    C(cplots.plot_entry_groups, "ax:object s:count d:count", _ax(), 2, 4),
+    C(cplots.plot_hypercube, "ax:object V:array values:array vmax:pos node_size:pos cbar:bool", _ax(),
+      np.array([[0, 0], [0, 1], [1, 0], [1, 1]]), np.array([0.1, 0.2, 0.3, 0.4])),
+    C(cplots.plot_trajectory_plane, "ax:object traj:array mu:array n_markers:count", _ax(),
+      np.cumsum(np.ones((5, 2)), 0), [1.0, 2.0]),
+    C(telling_graphs_apart.draw_values, "ax:object G:object values:array node_size:pos font_size:pos", _ax(), G6,
+      nx.circular_layout(G6), np.arange(6.0)),
+    C(rooted_graphs.draw_graph_rooted, "ax:object G:object root:count", _ax(), G6, 0),
+    C(rooted_graphs.draw_aggregation_tree, "ax:object T:object", _ax(), TREE),
+    C(rooted_graphs.draw_labelled_tree, "ax:object T:object x:array", _ax(), TREE, np.zeros(TREE.number_of_nodes())),
+    C(rooted_graphs.tree_layout, "T:object", TREE),
+    C(diffusion.Ensemble, "models:object", [torch.nn.Linear(2, 2)]),
+    C(linear_gd.population_gd_deep_linear, "weights:object A:array lr:pos steps:count", WS,
+      sim_data.population_moments((1.0, 2.0), (0.1, 0.1), 2)[1], lr=0.05, steps=2),
+    C(linear_gd.sgd_mlp_batched, "X:array weights:object activation:option lr:pos steps:count batch_size:count "
+      "seed:seed", SIM_X, weights=WS, biases=BS, lr=0.05, steps=2, batch_size=4),
+    C(chain_of_thought.cot_inference, "W:array n_queries:count n_examples:count alpha:prob tau:prob rho:prob "
+      "mode:option d:count n_trr:count n_tsr:count n_steps:count noise:nonneg seed:seed",
+      chain_of_thought.hand_built_weight(30, 3), n_queries=4, n_examples=3),
+    C(chain_of_thought.icl_inference, "W:array n_queries:count n_examples:count alpha:prob tau:prob rho:prob "
+      "mode:option d:count n_trr:count n_tsr:count n_steps:count noise:nonneg seed:seed",
+      chain_of_thought.hand_built_weight(30, 3), n_queries=4, n_examples=3),
+    C(chain_of_thought.sample_test_prompts, "n_queries:count n_examples:count alpha:prob tau:prob rho:prob "
+      "mode:option d:count n_trr:count n_tsr:count n_steps:count noise:nonneg seed:seed",
+      4, 3, 0.8, 0.5, 0.8, "distractor", 30, 20, 10, 3, 0.2, 0),
+    C(gcn_sampling.sin_tanh_labels, "A_hat:array X:array W_star:array C_star:array", torch.eye(4),
+      torch.ones(4, 3), torch.ones(3, 2), torch.ones(2, 2)),
+    C(group_imbalance.local_uniqueness, "gmm:object K:count n:count draws:count inits:count seed:seed tol:pos",
+      GMM2, 2, 100, 1, 2, 1),
+    C(icl.baseline_errors, "X:array z:array length:count d_x:count", ICL_P["X"], ICL_P["z"], 4,
+      methods=("1-NN",)),
+    C(icl.lucky_neurons, "model:object X:array z:array d_x:count", ICL_M, ICL_B["X"], ICL_B["z"], 30,
+      ICL_B["valid"]),
+    C(shallow_vits.thm1_hypotheses, "alpha_star:prob alpha_hash:prob tau:nonneg", VIT_CFG, 0.3, 0.2, 0.1),
+    C(construction.build_ihn, "W:array n:count betas:object alphas:object d:count", IHN_W, 3, [np.arange(1.0, 6.0)] * 2,
+      [construction.fit_delay_kernel(k, np.arange(1.0, 6.0))["alphas"] for k in (1, 2)], 1),
+    C(noisy_recall.restore_model, "setting:object state:object", RECALL, RECALL_MODEL.state_dict()),
+    C(noisy_recall.recall_metrics, "model:object clean:object noisy:object", RECALL_MODEL, CLEAN,
+      noisy_recall.eval_batches(RECALL)[1]),
 ]

@@ -663,7 +663,7 @@ models.sgnn: apply_adjacency instance_norm  # inner-loop kernels of the SGNN for
 models.one_hidden: cross_entropy_gradient cross_entropy_hessian cross_entropy_risk one_hidden_probability
     # kernels called per Newton or GD step; their callers check W and X
 models.shallow_attention: attention_mass  # called inside training steps (graph transformers, ViTs)
-models.hf: load_pretrained  # build a transformers model (seconds); no case written yet
+models.hf: load_pretrained  # loads a saved model from a folder or the hub: no case written yet
 parts.edge_of_stability.balancing: single_neuron_population_grad single_neuron_population_loss
     single_neuron_reduced_step  # per-step kernels of the single-neuron runs, which check their arguments
 parts.induction_heads.four_phases: phi psi  # elementwise kernels of the flows (arrays, inf allowed)
@@ -696,22 +696,10 @@ parts.memorisation.noisy_recall: recall_experiment train_recall  # train transfo
 success: success_map  # runs an experiment per (x, N, seed)
 sweep: cached_call clean_orphans clear_cache sweep  # cache machinery, tested in test_sweep.py
 widgets: SliderFigure  # render figures; no case written yet
-parts.concept_learning.plots: plot_entry_groups plot_hypercube plot_trajectory_plane  # draw: no case yet
-parts.graph_networks.rooted_graphs: draw_aggregation_tree draw_graph_rooted draw_labelled_tree  # draw
-parts.graph_networks.telling_graphs_apart: draw_values  # draws on an axis: no case written yet
-parts.concept_learning.diffusion: Ensemble  # no case yet
-parts.concept_learning.linear_gd: population_gd_deep_linear sgd_mlp_batched  # no case yet
-parts.generalisation.chain_of_thought: cot_inference icl_inference sample_test_prompts  # no case written yet
-parts.generalisation.gcn_sampling: sin_tanh_labels  # no case written yet
-parts.generalisation.group_imbalance: asymptotic_excess local_uniqueness  # no case written yet
-parts.generalisation.in_context_learning: baseline_errors icl_forward projection_norms lucky_neurons
-    # no case written yet
-parts.generalisation.shallow_vits: thm1_hypotheses  # no case written yet
+parts.generalisation.group_imbalance: asymptotic_excess  # no case written yet
+parts.generalisation.in_context_learning: projection_norms  # no case written yet
 parts.generalisation.vit_images: accuracy  # no case written yet
-parts.graph_networks.rooted_graphs: tree_layout  # no case written yet
-parts.induction_heads.construction: build_ihn layer1_copy_error  # no case written yet
-parts.memorisation.language_models: lm_loss  # no case written yet
-parts.memorisation.noisy_recall: recall_metrics restore_model  # no case written yet
+parts.induction_heads.construction: layer1_copy_error  # no case written yet
 parts.concept_learning.diffusion: diffusion_loss q_sample
     # kernels called every training or GD step (a check there would copy the tensors each step)
 parts.edge_of_stability.matrix_factorisation: mf_loss mf_step
@@ -719,6 +707,10 @@ parts.edge_of_stability.matrix_factorisation: mf_loss mf_step
 parts.generalisation.gcn_sampling: relative_mse
     # kernels called every training or GD step (a check there would copy the tensors each step)
 parts.graph_networks.communities: permutation_ce
+    # kernels called every training or GD step (a check there would copy the tensors each step)
+parts.generalisation.in_context_learning: icl_forward
+    # kernels called every training or GD step (a check there would copy the tensors each step)
+parts.memorisation.language_models: lm_loss
     # kernels called every training or GD step (a check there would copy the tensors each step)
 """
 

@@ -134,6 +134,7 @@ class Ensemble:
     """
 
     def __init__(self, models: list[torch.nn.Module]):
+        check_instance("models", models, (list, tuple))
         if len(models) < 1:
             raise ValueError("models must be a non-empty list")
         self.K = len(models)

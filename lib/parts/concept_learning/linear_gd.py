@@ -17,7 +17,7 @@ import math
 import numpy as np
 import torch
 
-from lib.config import check_bool, check_in, check_instance, check_int, check_positive, check_seed
+from lib.config import check_array, check_bool, check_in, check_instance, check_int, check_positive, check_seed
 from lib.models.mlp import _layer_sizes
 from lib.train import train_stacked
 
@@ -176,6 +176,9 @@ def population_gd_deep_linear(
         ``W`` ``(K, R, d_out, d)`` end-to-end matrices, ``c`` ``(K, R, d_out)`` (``None`` without ``record_W``),
         ``weights``/``biases`` (final), ``diverged`` ``(K,)`` bool, ``diverged_step`` ``(K,)`` (-1 if never).
     """
+    check_instance("weights", weights, (list, tuple))
+    check_array("A", A)
+    check_bool("record_W", record_W)
     check_positive("lr", lr)
     check_int("steps", steps, minimum=0)
     check_positive("divergence_bound", divergence_bound)
@@ -368,6 +371,9 @@ def sgd_mlp_batched(
         ``(K, R, P, d_out)`` (if ``x_eval``; NaN after a model's divergence), ``weights``/``biases`` (final),
         ``diverged`` ``(K,)`` and ``diverged_step`` ``(K,)`` (-1 if never).
     """
+    check_array("X", X)
+    check_instance("weights", weights, (list, tuple))
+    check_bool("progress", progress)
     check_in("activation", activation, ("linear", "relu"))
     check_positive("lr", lr)
     check_int("steps", steps, minimum=0)

@@ -17,6 +17,7 @@ from torch import nn
 from lib import curves
 from lib.config import (
     check_array,
+    check_bool,
     check_in,
     check_instance,
     check_int,
@@ -349,6 +350,11 @@ def sample_test_prompts(n_queries, n_examples, alpha, tau, rho, mode, d, n_trr, 
         indices ``(n, l, K + 1)``, their noisy tokens ``(n, l, K + 1, d)``, the query's true chain ``(n, K + 1)``
         and whether Condition 7.3.2 holds on the query's row of ``B``.
     """
+    for name, value in (("n_queries", n_queries), ("n_examples", n_examples), ("d", d), ("n_trr", n_trr),
+                        ("n_tsr", n_tsr), ("n_steps", n_steps)):
+        check_int(name, value, minimum=1)
+    check_positive("noise", noise, allow_zero=True)
+    check_seed("seed", seed)
     g = torch.Generator().manual_seed(seed)
     trr = prompts.orthonormal_bank(n_trr, d)
     tsr = prompts.subframe(trr, n_tsr, generator=g)
@@ -388,6 +394,11 @@ def cot_inference(W, *, n_queries: int = 300, n_examples: int = 20, alpha: float
         ``per_query`` errors, ``row_condition`` (whether Condition 7.3.2 holds on the query's row of ``B``) and, with
         ``return_attention``, ``attention`` (list of ``K`` arrays ``(n, L_k)``), ``decoded`` and ``truth``.
     """
+    check_array("W", W)
+    for name, value in (("d", d), ("n_trr", n_trr), ("n_tsr", n_tsr), ("n_steps", n_steps)):
+        check_int(name, value, minimum=1)
+    check_seed("seed", seed)
+    check_bool("return_attention", return_attention)
     check_int("n_queries", n_queries, minimum=1)
     check_int("n_examples", n_examples, minimum=1)
     check_range("noise", noise, 0.0, None)
@@ -432,6 +443,10 @@ def icl_inference(W, *, n_queries: int = 300, n_examples: int = 20, alpha: float
     Returns:
         dict with ``error``, ``per_query`` errors and ``row_condition`` (as in :func:`cot_inference`).
     """
+    check_array("W", W)
+    for name, value in (("d", d), ("n_trr", n_trr), ("n_tsr", n_tsr), ("n_steps", n_steps)):
+        check_int(name, value, minimum=1)
+    check_seed("seed", seed)
     check_int("n_queries", n_queries, minimum=1)
     check_int("n_examples", n_examples, minimum=1)
     tsr, idx, tokens, truth, row_ok = sample_test_prompts(n_queries, n_examples, alpha, tau, rho, mode, d, n_trr,

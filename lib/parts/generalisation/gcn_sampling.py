@@ -43,6 +43,10 @@ def sin_tanh_labels(A_hat: torch.Tensor, X: torch.Tensor, W_star: torch.Tensor, 
     Returns:
         Labels (N, K).
     """
+    check_array("A_hat", A_hat.coalesce().values() if getattr(A_hat, "is_sparse", False) else A_hat)
+    check_array("X", X)
+    check_array("W_star", W_star)
+    check_array("C_star", C_star)
     if X.dim() != 2 or W_star.dim() != 2 or C_star.dim() != 2:
         raise ValueError("X, W_star and C_star must be 2-d")
     if X.shape[1] != W_star.shape[0] or W_star.shape[1] != C_star.shape[0] or A_hat.shape[1] != X.shape[0]:

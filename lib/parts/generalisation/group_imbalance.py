@@ -13,7 +13,7 @@ import torch
 from scipy.optimize import linear_sum_assignment
 from scipy.special import expit
 
-from lib.config import check_array, check_instance, check_int, check_int_array, check_positive, check_range
+from lib.config import check_array, check_instance, check_int, check_int_array, check_positive, check_range, check_seed
 from lib.data.gmm import GaussianMixture, gaussian_mixture, sample_mixture, teacher_probability
 from lib.models.one_hidden import cross_entropy_hessian, cross_entropy_risk, newton_critical_point
 
@@ -311,6 +311,8 @@ def local_uniqueness(gmm: GaussianMixture, K: int, n: int, draws: int, inits: in
     Returns:
         The fraction of successful draws.
     """
+    check_instance("gmm", gmm, GaussianMixture)
+    check_seed("seed", seed)
     check_int("inits", inits, minimum=2)
     check_positive("tol", tol)
     W, X, y = draw_problems(gmm, K, n, draws, np.random.default_rng(seed))

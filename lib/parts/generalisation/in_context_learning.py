@@ -259,6 +259,10 @@ def lucky_neurons(model: ShallowAttention, X: torch.Tensor, z: torch.Tensor, d_x
     Returns:
         dict of ``(R, B, m)`` bool tensors: ``lucky`` and ``active`` (``W_O V^n > 0``).
     """
+    check_instance("model", model, ShallowAttention)
+    check_array("X", X)
+    check_array("z", z)
+    check_instance("valid", valid, (torch.Tensor, type(None)))
     if X.dim() != 4 or z.shape != X.shape[:2]:
         raise ValueError(f"X must be (R, B, l + 1, d) and z (R, B), got {tuple(X.shape)} and {tuple(z.shape)}")
     check_int("d_x", d_x, minimum=1, maximum=X.shape[-1] - 1)
@@ -479,6 +483,9 @@ def baseline_errors(X: torch.Tensor, z: torch.Tensor, length: int, methods=BASEL
     Returns:
         dict method -> error (float).
     """
+    check_array("X", X)
+    check_array("z", z)
+    check_int("d_x", d_x, minimum=1)
     from sklearn.linear_model import LogisticRegression
     from sklearn.neighbors import KNeighborsClassifier
     from sklearn.svm import SVC

@@ -14,7 +14,16 @@ import numpy as np
 import torch
 from torch.func import functional_call
 
-from lib.config import check_array, check_finite, check_in, check_instance, check_int, check_positive, check_seed
+from lib.config import (
+    check_array,
+    check_finite,
+    check_in,
+    check_instance,
+    check_int,
+    check_positive,
+    check_range,
+    check_seed,
+)
 from lib.data.tokens import pattern_bank, pattern_sequences
 from lib.models.shallow_attention import ShallowAttention, attention_mass
 from lib.success import check_members, success_map
@@ -398,6 +407,8 @@ def thm1_hypotheses(cfg: dict, alpha_star: float, alpha_hash: float, tau: float)
     ``tau``, as ``{description with the numbers: held}`` (the preconditions of a claim):
     ``tau < kappa / 4`` (Eq. 2.5, ``kappa = sqrt 2`` for orthonormal patterns), ``tau <= min(sigma, delta)``
     and Eq. 2.8, ``alpha_* >= alpha_# / (exp(-(delta + tau)) (1 - (sigma + tau)))``."""
+    check_range("alpha_star", alpha_star, 0, 1)
+    check_range("alpha_hash", alpha_hash, 0, 1)
     check_positive("tau", tau, allow_zero=True)
     kappa, sigma, delta = math.sqrt(2.0), float(cfg["sigma"]), float(cfg["delta"])
     denom = math.exp(-(delta + tau)) * (1.0 - (sigma + tau))

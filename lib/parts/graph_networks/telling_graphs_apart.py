@@ -266,6 +266,13 @@ def draw_values(ax, G, pos, values, *, cmap="viridis", vmin=None, vmax=None, lab
                 node_size=260, font_size=7):
     """Draw ``G`` at ``pos`` with node colours from ``values`` (a colour map, or ``tab20`` categories when
     ``categorical``) and node ``labels`` (default: thesis numbering 1..n). Returns the node collection."""
+    from matplotlib.axes import Axes
+    check_instance("ax", ax, Axes)
+    check_instance("G", G, nx.Graph)
+    check_array("values", values, finite="some")
+    check_positive("node_size", node_size)
+    check_positive("font_size", font_size)
+    check_bool("categorical", categorical)
     import matplotlib.pyplot as plt
 
     values = np.asarray(values)

@@ -294,6 +294,9 @@ def build_ihn(W: torch.Tensor, n: int, betas: list, alphas: list, d: int, dtype=
             of the group approximating lag ``i`` (e.g. from :func:`fit_delay_kernel`).
         d: token dimension.
     """
+    check_array("W", W)
+    check_instance("betas", betas, (list, tuple))
+    check_instance("alphas", alphas, (list, tuple))
     check_int("n", n, minimum=2)
     check_int("d", d, minimum=1)
     if len(betas) != n - 1 or len(alphas) != n - 1:

@@ -161,6 +161,10 @@ def recall_metrics(model: Transformer, clean: tuple, noisy: tuple, triggers=(0,)
         ``frac_noise`` and ``frac_other`` (argmax predictions at repeated triggers of the noisy batch),
         ``prev1`` (layer-1 attention on the previous token, clean batch).
     """
+    check_instance("model", model, Transformer)
+    check_instance("clean", clean, tuple)
+    check_instance("noisy", noisy, tuple)
+    check_array("rhos", rhos)
     V = model.cfg.vocab_size
     tau = V - 1
     out = {}
@@ -327,6 +331,8 @@ def recall_experiment(
 
 def restore_model(setting: dict, state: dict, ffn=("mlp", "mlp")) -> Transformer:
     """Rebuild a trained :func:`recall_model` from the ``state`` of :func:`recall_experiment`."""
+    check_instance("setting", setting, dict)
+    check_instance("state", state, dict)
     model = recall_model(setting["n_chars"], setting["d"], setting["T"], ffn=ffn)
     model.load_state_dict({k: torch.as_tensor(v) for k, v in state.items()})
     return model
