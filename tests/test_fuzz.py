@@ -399,7 +399,7 @@ CASES = [
     C(gtr.winning_margin, "spd:array z:count", TOY_SPD, np.zeros(8), np.ones(8), 1),
     C(gtr.pe_index, "spd:array Z:count", TOY_SPD, 3),
     C(gtr.pe_attention_toy, "b:array sizes:array relevant:array", [0.0, 1.0], [1.0, 2.0], [0.5, 0.5]),
-    C(gtr.loglog_exponent, "x:array", T8 + 1, T8 + 1),
+    C(gtr.loglog_exponent, "x:array y:state", T8 + 1, T8 + 1),
     C(gtr.train_gt, "steps:countnone record_every:count gcn:bool pe:bool core_distance:count", [4], [0], GT_TINY,
       0.4, 0.1, steps=2),
     C(gtr.core_graph, "core_distance:count hubs:count", 40, 0.4, 0.1, 8, core_distance=2),
