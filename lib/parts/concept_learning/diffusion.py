@@ -301,6 +301,11 @@ def train_concept_classifier(*, image_size: int = 8, variant: str = "easy", step
     classifier reads out every signal level; ``n`` images per class and level. Returns ``(model, accuracy)``
     with the held-out accuracy per head (2,) on fresh images.
     """
+    check_int("steps", steps, minimum=1)
+    check_int("n", n, minimum=1)
+    check_seed("seed", seed)
+    if deltas is not None:
+        check_array("deltas", deltas)
     import torch.nn.functional as F
 
     from lib.models.cnn import CNNConfig, ConceptCNN, concept_probs

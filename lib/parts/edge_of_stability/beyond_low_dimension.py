@@ -117,6 +117,8 @@ def run_teacher_student(X, y, theta0, *, lr: float, epochs: int, decay_to: float
     residual to a relative ``1e-6``, Lanczos where it cannot certify). Returns dict of NumPy arrays ``step``,
     ``loss``, ``lr``, ``ratios`` (T, d), ``sharp_step``, ``sharpness`` and the final ``theta``.
     """
+    check_array("X", X)
+    check_array("theta0", theta0)
     from lib.train import piecewise, train
 
     check_positive("lr", lr)

@@ -353,6 +353,7 @@ def train_icl(configs: list[dict], *, m: int = 200, delta: float = 0.2, lr: floa
         loss per step), ``monitor_steps`` and ``monitor_hinge`` ``(n_records, R)``, and :func:`lib.train.train`'s
         ``diverged`` and ``diverged_step`` (the histories stop there).
     """
+    check_instance("configs", configs, (list, tuple))
     check_int("steps", steps, minimum=1)
     check_int("batch", batch, minimum=1)
     check_positive("lr", lr)
@@ -544,6 +545,9 @@ def train_icl_gpt(train_config: dict, tests: list[dict], *, d_model: int = 64, n
         dict with ``error`` (numpy, one per test; NaN if the training diverged), ``loss`` (training loss at the
         recorded steps), and :func:`lib.train.train`'s ``diverged`` and ``diverged_step``.
     """
+    check_instance("train_config", train_config, dict)
+    check_instance("tests", tests, (list, tuple))
+    check_int("batch", batch, minimum=1)
     check_int("d_model", d_model, minimum=2)
     check_int("steps", steps, minimum=1)
     check_int("n_test", n_test, minimum=1)

@@ -108,6 +108,7 @@ def fit_counting_model(G, length: int, model: str, *, mask: np.ndarray, width: i
         dict with ``train`` and ``test`` relative MSE (MSE / label variance of the split), ``pred`` (n,),
         ``loss`` (the training-loss history, standardised units), ``diverged`` and ``diverged_step``.
     """
+    check_instance("G", G, nx.Graph)
     check_in("model", model, ("gin", "gamlp-A", "gamlp-A1"))
     check_int("length", length, minimum=1)
     check_int("width", width, minimum=1)

@@ -183,6 +183,7 @@ def train_ioi(setting: dict, n_layers: int, optimizer: str, seed: int = 0, recor
     Returns:
         dict with ``model``, ``history`` (step and the scores as ``{variant}_{score}`` lists), ``diverged``, ``test``.
     """
+    check_instance("setting", setting, dict)
     check_int("n_layers", n_layers, minimum=1)
     check_in("optimizer", optimizer, ("sgd", "adam"))
     check_int("seed", seed, minimum=0)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from lib.config import check_array, check_instance, check_int, check_range, check_seed
+from lib.config import check_array, check_instance, check_int, check_positive, check_range, check_seed
 from lib.models.hf import tiny_gpt_neox
 from lib.models.laser import laser
 from lib.train import train
@@ -189,6 +189,7 @@ def train_template_lm(
         ``(model, history)`` with ``history`` a dict of lists keyed ``step`` and :func:`probe`'s names, plus
         ``diverged`` (bool) and ``diverged_step``.
     """
+    check_positive("lr", lr)
     check_int("steps", steps, minimum=1)
     check_int("d_model", d_model, minimum=4)
     if not lr > 0:
