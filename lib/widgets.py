@@ -14,12 +14,12 @@ so the page shows the static form. ``tests`` fail any widget output without the 
 from __future__ import annotations
 
 import base64
+import hashlib
 import html
 import io
 import itertools
 import json
 import time
-import uuid
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -29,6 +29,8 @@ from .config import check_callable, check_instance, check_int, pick
 
 STATIC_MARKER = "data-eld-static"
 
+
+_WIDGET_NUMBER = itertools.count()  # numbers the static widgets of a process, so equal ones get distinct ids
 
 def _fmt(value) -> str:
     if isinstance(value, (bool, np.bool_)):
@@ -102,7 +104,10 @@ def static_html(plot_fn: Callable, grid: dict[str, list], initial: dict, *, dpi:
         dist = [abs(float(o) - float(want)) if _is_number(o) and _is_number(want) else (0 if o == want else 1)
                 for o in opts]
         start.append(int(np.argmin(dist)))
-    uid = "eld-" + uuid.uuid4().hex[:10]
+    # the element id is a digest of the frames and the widget's number in this process (a chapter's kernel), not
+    # random, so that rebuilding a chapter gives the same HTML byte for byte
+    digest = hashlib.sha256(json.dumps([names, start, sorted(frames.items())]).encode()).hexdigest()[:8]
+    uid = f"eld-{next(_WIDGET_NUMBER)}-{digest}"
     controls = []
     for j, n in enumerate(names):
         values = json.dumps([_fmt(v) for v in grid[n]])
