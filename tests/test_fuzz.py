@@ -7,10 +7,15 @@ for a boolean, a number for an option, None, ...). The call must raise a ``Value
 argument. The bar: at least 95 % of invalid values and 90 % of wrong types do, and no mutated call returns a
 non-finite or empty result silently. ``python -m pytest tests/test_fuzz.py -s`` prints what slips through.
 
-Every boolean flag of a case (a parameter whose default or base value is ``True``/``False``) is mutated too, declared
-or not. ``test_every_public_name_is_fuzzed_or_listed`` enumerates every public function and class of ``lib`` and
-requires a case here or an entry in ``NOT_YET_FUZZED`` (records and functions without parameters are exempt); it
-prints how many are fuzzed.
+Every parameter of a case is mutated, declared or not: an undeclared one gets a kind from its base value
+(``_inferred_kind``: a flag must refuse ``"no"``/None through ``check_bool``, a seed goes through ``check_seed``, an
+integer refuses 2.5 and ``"3"``, a number NaN and ``"abc"``, an option an unknown string, a data array NaN entries
+and a string, an object a string); None defaults, free-text labels and torch's ``dtype``/``device`` are left out.
+The cases live in this file and in ``fuzz_cases_more.py`` (generic layers), ``fuzz_cases_parts.py`` (parts'
+helpers and small models) and ``fuzz_cases_train.py`` (trainers at toy sizes).
+``test_every_public_name_is_fuzzed_or_listed`` enumerates every public function and class of ``lib`` and
+requires a case or an entry in ``NOT_YET_FUZZED`` with its reason (records and functions without parameters are
+exempt); it prints how many are fuzzed.
 """
 
 from __future__ import annotations
