@@ -683,20 +683,19 @@ parts.induction_heads.convergence: lyapunov_rates  # takes a FourPhaseResult
 parts.induction_heads.four_phases: phase_times predicted_half_w_time  # take a FourPhaseResult
 parts.concept_learning.diffusion_variants: variant_runs  # trains diffusion models (minutes)
 parts.concept_learning.diffusion: concept_diffusion_experiment  # train (seconds+)
-parts.edge_of_stability.beyond_low_dimension: mlp_eos_experiment run_mlp_eos teacher_student_experiment
+parts.edge_of_stability.beyond_low_dimension: mlp_eos_experiment teacher_student_experiment
     # train networks with sharpness tracking (seconds+)
 parts.generalisation.chain_of_thought: attention_dynamics error_curves  # train or evaluate a run
 parts.generalisation.gcn_sampling: omega_width_sweep train_sampled_gcn which_target_sweep  # train GCNs
 parts.generalisation.group_images: augmentation_sweep train_group_mlps  # train MLPs
-parts.generalisation.shallow_vits: sigma_map sparsification_runs train_vit  # train ViTs (seconds+)
+parts.generalisation.shallow_vits: sigma_map sparsification_runs  # train ViTs (seconds+)
 parts.generalisation.vit_images: spurious_runs train_vits  # train ViTs (seconds+)
-parts.graph_networks.communities: run_sbm  # trains GNNs on SBM graphs (seconds+)
 parts.graph_networks.walk_counting: counting_table  # train GNNs (seconds+)
 parts.induction_heads.construction: gih2_width_sweep  # builds and evaluates many transformers
 parts.induction_heads.trained_transformers: train_induction  # trains a transformer (seconds+)
-parts.memorisation.ioi: bigram_split_loss ioi_experiment  # train transformers (seconds+)
+parts.memorisation.ioi: ioi_experiment  # train transformers (seconds+)
 parts.memorisation.language_models: run_template_lm laser_sweep probe  # train or probe an LM
-parts.memorisation.noisy_recall: recall_experiment train_recall  # train transformers (seconds+)
+parts.memorisation.noisy_recall: recall_experiment  # train transformers (seconds+)
 success: success_map  # runs an experiment per (x, N, seed)
 sweep: cached_call clean_orphans clear_cache sweep  # cache machinery, tested in test_sweep.py
 widgets: SliderFigure  # render figures; no case written yet

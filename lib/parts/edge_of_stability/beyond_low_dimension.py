@@ -23,6 +23,7 @@ from lib.config import (
     check_in,
     check_int,
     check_positive,
+    check_range,
     check_seed,
     check_shape,
 )
@@ -224,6 +225,10 @@ def run_mlp_eos(X, y, *, depth: int, lr: float, epochs: int, seed: int = 0, widt
     ``diverged``, and with ``keep_params_every`` the flat parameters ``params`` (T', n) every that many epochs
     (for the cross-section widget) and the ``loss_fn`` (a closure of the flat parameters).
     """
+    check_array("X", X)
+    check_array("y", y)
+    check_range("cond_frac", cond_frac, 0, 1)
+    check_seed("seed", seed)
     from lib.models.mlp import ReLUMLP
     from lib.train import train
 

@@ -180,6 +180,7 @@ def train_vit(
         ``test_curve``, ``mass`` (R, K) (test attention mass on the label-relevant tokens), ``diverged`` (R,),
         ``A`` (R, L, L) final test attention of one sample, and ``idx`` its pattern ids.
     """
+    check_int("n_remove", n_remove, minimum=0)
     Ns, seeds = check_members(Ns, seeds, "Ns")
     steps = cfg["steps"] if steps is None else steps
     check_int("steps", steps, minimum=1)

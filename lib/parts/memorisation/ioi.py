@@ -301,6 +301,7 @@ def bigram_split_loss(setting: dict, h_attn: int, h_mlp: int, lr: float, seed: i
         dict: ``bigram_loss`` (held-out, nan if diverged), ``entropy`` (the bigram's conditional entropy at those
         positions, the floor), ``n_params`` (trained weights), ``diverged``.
     """
+    check_instance("setting", setting, dict)
     check_int("seed", seed, minimum=0)
     N, T, B = setting["n_chars"], setting["T"], setting["batch"]
     _, pi_u, pi_b = char_bigram(N)

@@ -231,6 +231,7 @@ def train_recall(
         dict with ``model`` (trained), ``history`` (step -> arrays), ``diverged``, ``diverged_step``, ``alphabet``,
         ``clean`` and ``noisy`` (the evaluation batches).
     """
+    check_instance("setting", setting, dict)
     check_int("steps", steps, minimum=0)
     check_int("seed", seed, minimum=0)
     alpha = setting["alpha"] if alpha is None else alpha
