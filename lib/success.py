@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from lib.config import check_array, check_range
+from lib.config import check_array, check_callable, check_range
 
 
 def check_members(sizes, seeds, name: str = "Ns") -> tuple[np.ndarray, np.ndarray]:
@@ -45,6 +45,10 @@ def success_map(run_fn: Callable, xs: Sequence, Ns: Sequence[int], seeds: Sequen
     Returns:
         bool array ``(len(xs), len(Ns), len(seeds))``.
     """
+    check_callable("run_fn", run_fn)
+    check_array("xs", xs, finite="some")
+    check_array("Ns", Ns)
+    check_array("seeds", seeds)
     Ns = np.asarray(Ns, dtype=int)
     seeds = np.asarray(seeds, dtype=int)
     if len(xs) == 0 or Ns.size == 0 or seeds.size == 0:

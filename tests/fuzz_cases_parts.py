@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from lib import curvature, maps, plots, widgets
+from lib import curvature, maps, plots, success, widgets
 from lib.data import gmm as gmm_mod
 from lib.graphs import generators, operators, wl
 from lib.models import cnn, hf, shallow_attention, unet
@@ -264,4 +264,12 @@ CASES = [
     C(noisy_recall.restore_model, "setting:object state:object", RECALL, RECALL_MODEL.state_dict()),
     C(noisy_recall.recall_metrics, "model:object clean:object noisy:object", RECALL_MODEL, CLEAN,
       noisy_recall.eval_batches(RECALL)[1]),
+    C(success.success_map, "run_fn:callable xs:array Ns:array seeds:array", lambda x, Ns, seeds: Ns >= x, [4, 16],
+      [2, 4, 8, 16, 32], [0, 1]),
+    C(group_imbalance.asymptotic_excess, "W_star:array gmm:object n:count n_mc:count rng:object", W2, GMM2, 20,
+      50, np.random.default_rng(0)),
+    C(construction.layer1_copy_error, "model:object X:array n:count",
+      construction.build_ihn(IHN_W, 3, [np.arange(1.0, 6.0)] * 2,
+                             [construction.fit_delay_kernel(k, np.arange(1.0, 6.0))["alphas"] for k in (1, 2)], 1),
+      torch.rand(2, 8, 1, generator=torch.Generator().manual_seed(0), dtype=torch.float64), 3),
 ]

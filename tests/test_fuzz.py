@@ -696,13 +696,10 @@ parts.induction_heads.trained_transformers: train_induction  # trains a transfor
 parts.memorisation.ioi: ioi_experiment  # train transformers (seconds+)
 parts.memorisation.language_models: run_template_lm laser_sweep probe  # train or probe an LM
 parts.memorisation.noisy_recall: recall_experiment  # train transformers (seconds+)
-success: success_map  # runs an experiment per (x, N, seed)
 sweep: cached_call clean_orphans clear_cache sweep  # cache machinery, tested in test_sweep.py
 widgets: SliderFigure  # render figures; no case written yet
-parts.generalisation.group_imbalance: asymptotic_excess  # no case written yet
 parts.generalisation.in_context_learning: projection_norms  # no case written yet
 parts.generalisation.vit_images: accuracy  # no case written yet
-parts.induction_heads.construction: layer1_copy_error  # no case written yet
 parts.concept_learning.diffusion: diffusion_loss q_sample
     # kernels called every training or GD step (a check there would copy the tensors each step)
 parts.edge_of_stability.matrix_factorisation: mf_loss mf_step

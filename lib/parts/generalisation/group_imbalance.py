@@ -201,6 +201,9 @@ def asymptotic_excess(W_star: torch.Tensor, gmm: GaussianMixture, n: int, n_mc: 
     Returns:
         Array of shape W_star.shape[:-2] + (L,).
     """
+    check_array("W_star", W_star)
+    check_instance("gmm", gmm, GaussianMixture)
+    check_instance("rng", rng, np.random.Generator)
     check_int("n", n, minimum=1)
     check_int("n_mc", n_mc, minimum=1)
     Hs = []

@@ -336,6 +336,8 @@ def layer1_copy_error(model: Transformer, X: torch.Tensor, n: int) -> float:
     """``eps_SA^(1)`` of the proof of Thm 4.3: ``sup_{s >= n} ||x_s^(1) - (x_s; x_{s-1}; ..;
     x_{s-n+1})||_inf``
     for the layer-1 output of :func:`build_ihn` / :func:`build_vanilla_ih` on ``X`` ``(B, L, d)``."""
+    check_instance("model", model, Transformer)
+    check_array("X", X)
     _check_X(X)
     check_int("n", n, minimum=2)
     B, L, d = X.shape
