@@ -28,7 +28,7 @@ from lib.parts.generalisation import (
 )
 from lib.parts.generalisation import in_context_learning as icl
 from lib.parts.graph_networks import communities, rooted_graphs, telling_graphs_apart, walk_counting
-from lib.parts.induction_heads import construction, four_phases, sample_flows, trained_transformers
+from lib.parts.induction_heads import construction, convergence, four_phases, sample_flows, trained_transformers
 from lib.parts.memorisation import ioi, language_models, noisy_recall
 from lib.parts.memorisation import settings as msettings
 
@@ -88,6 +88,10 @@ SIM_X = sim_data.sim_samples((1.0, 2.0), (0.1, 0.1), 2, 8, seed=0)[0]
 TREE = wl.aggregation_tree(G6, 0, 2)
 IHN_W = torch.tensor([[1.0, 0.5], [-0.3, 0.8]], dtype=torch.float64)
 IHN_X = torch.ones(2, 6, 1, dtype=torch.float64)
+
+
+SYM = deep_models.run_symmetric(A2, [1.0, 2.0], deep_models.init_symmetric(2, 2, 0.1, 2), 0.1, 30)
+FOUR = four_phases.four_phase_dynamics(1.0, 0.49, 20, 0.01, 100.0, n_points=20)
 
 
 def _eps(z, t, cond):
@@ -272,4 +276,11 @@ CASES = [
       construction.build_ihn(IHN_W, 3, [np.arange(1.0, 6.0)] * 2,
                              [construction.fit_delay_kernel(k, np.arange(1.0, 6.0))["alphas"] for k in (1, 2)], 1),
       torch.rand(2, 8, 1, generator=torch.Generator().manual_seed(0), dtype=torch.float64), 3),
+    C(deep_models.plateau_stats, "run:object i:count level:prob", SYM),
+    C(deep_models.stage_sequence, "run:object prominence:pos", SYM),
+    C(deep_models.major_after_minor, "run:object b:count", SYM, 0),
+    C(four_phases.phase_times, "res:object", FOUR),
+    C(four_phases.predicted_half_w_time, "res:object", FOUR),
+    C(convergence.lyapunov_rates, "res:object", FOUR),
+    C(mf.fig6_orbit_check, "run:object", mf.fig6_run(0, 0.8, 20)),
 ]

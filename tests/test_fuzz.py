@@ -675,12 +675,8 @@ parts.edge_of_stability.balancing: single_neuron_population_grad single_neuron_p
 parts.induction_heads.four_phases: phi psi  # elementwise kernels of the flows (arrays, inf allowed)
 parts.concept_learning.sim_one_layer: GDMoments  # a record returned by one_layer_gd_moments
 parts.concept_learning.diffusion_variants: fig6_verdicts verdict_line  # take a run's result record
-parts.concept_learning.deep_models: illusion_fraction major_after_minor plateau_stats stage_sequence
-    # take a SymmetricRun result record
+parts.concept_learning.deep_models: illusion_fraction  # take a SymmetricRun result record
 parts.concept_learning.diffusion: concept_mse merge_diffusion_runs mse_rebound_bootstrap  # take results
-parts.edge_of_stability.matrix_factorisation: fig6_orbit_check  # takes a fig6_run result
-parts.induction_heads.convergence: lyapunov_rates  # takes a FourPhaseResult
-parts.induction_heads.four_phases: phase_times predicted_half_w_time  # take a FourPhaseResult
 parts.concept_learning.diffusion_variants: variant_runs  # trains diffusion models (minutes)
 parts.concept_learning.diffusion: concept_diffusion_experiment  # train (seconds+)
 parts.edge_of_stability.beyond_low_dimension: mlp_eos_experiment teacher_student_experiment

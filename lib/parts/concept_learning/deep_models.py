@@ -32,7 +32,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from lib.config import check_array, check_bool, check_int, check_positive, check_seed, check_shape
+from lib.config import (
+    check_array,
+    check_bool,
+    check_instance,
+    check_int,
+    check_positive,
+    check_range,
+    check_seed,
+    check_shape,
+)
 from lib.curves import hitting_time, peak_positions
 from lib.parts.concept_learning.linear_gd import init_deep_linear, population_gd_deep_linear, sgd_mlp_batched
 from lib.parts.concept_learning.sim_data import _vec, ood_point, population_moments, sim_gaussian_mixture_batch
@@ -252,6 +261,7 @@ def stage_sequence(run: SymmetricRun, prominence: float = 1e-3) -> dict:
     ``nan`` if none) and ``in_order`` (``rise_strong < minor_peak < loss_peak < rise_weak``, the order of Sec.
     4.2).
     """
+    check_instance("run", run, SymmetricRun)
     s = run.mu.size
     if s != 2:
         raise ValueError(f"stage_sequence needs s = 2 concepts, got s = {s}")
@@ -287,6 +297,9 @@ def plateau_stats(run: SymmetricRun, i: int = 0, level: float = 0.5) -> dict:
     ``d w_ii / dt ~ 2 a_i w_ii``, hence ``length ~ log(1 / w_min) / (2 a_i) + const``
     (:func:`plateau_slope_theory`).
     """
+    check_instance("run", run, SymmetricRun)
+    check_int("i", i, minimum=0, maximum=run.W.shape[-1] - 1)
+    check_range("level", level, 0, 1, lo_open=True)
     t = run.time
     w = run.entry(i, i)
     kmin = np.nanargmin(w, axis=0)
@@ -410,6 +423,7 @@ def illusion_fraction(run: SymmetricRun, loss, bump, prominence: float):
 def major_after_minor(run: SymmetricRun, b: int) -> bool:
     """App. E.1 on run ``b``: for each pair of consecutive concepts (stronger ``p``, next ``q``, by the rates
     ``a``), the minor entry ``w_pq`` peaks before the major ``w_qq`` first reaches 1/2."""
+    check_instance("run", run, SymmetricRun)
     check_int("b", b, minimum=0, maximum=run.W.shape[1] - 1)
     order = np.argsort(-run.a[: run.mu.size])
     t = run.time

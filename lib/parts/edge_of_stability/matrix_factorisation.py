@@ -14,7 +14,16 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from lib.config import check_array, check_in, check_int, check_positive, check_range, check_seed, check_shape
+from lib.config import (
+    check_array,
+    check_in,
+    check_instance,
+    check_int,
+    check_positive,
+    check_range,
+    check_seed,
+    check_shape,
+)
 from lib.maps import lyapunov_exponent
 from lib.parts.edge_of_stability.one_dimensional import period2_orbit
 
@@ -479,6 +488,7 @@ def fig6_orbit_check(run: dict) -> dict:
     of ``eps``), ``eq9`` (whether Eq. (9) holds for the second singular value) and ``smax_ok`` (the top singular
     value of ``Y`` is the one along ``u``).
     """
+    check_instance("run", run, dict)
     tr, C, U, S = run["tr"], run["C"], run["U"], run["S"]
     lo, hi = rho_orbit(run["K"])
     Y, Z = tr["Y"], tr["Z"]

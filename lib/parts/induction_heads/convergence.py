@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lib.config import check_array, check_bool, check_finite, check_int, check_positive
+from lib.config import check_array, check_bool, check_finite, check_instance, check_int, check_positive
 from lib.flows import integrate_flow
 from lib.parts.induction_heads.four_phases import (
     FourPhaseResult,
@@ -47,6 +47,7 @@ def lyapunov_rates(res: FourPhaseResult) -> dict:
 
     Returns a dict of arrays (n_t,): ``G4``, ``dG4``, ``Gih``, ``dGih``.
     """
+    check_instance("res", res, FourPhaseResult)
     s = res.setting
     a, ws, L = s["alpha_star"], s["w_star"], s["L"]
     g_star, h_star = targets_star(a)

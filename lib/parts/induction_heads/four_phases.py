@@ -443,6 +443,7 @@ def phase_times(res: FourPhaseResult) -> dict:
     T_o), ``T_half_w`` (w reaches w*/2), ``T_h2`` (turning point of h: its maximum after T_o), and ``ih_ratio_TI``
     (L_IH(T_I) / L_IH(0), which Phase I says is >= 0.99).
     """
+    check_instance("res", res, FourPhaseResult)
     t = res.t
     T_I = hitting_time(t, res.loss_g4, 0.01 * res.loss_g4[0]) if np.isfinite(res.loss_g4[0]) else float("nan")
     T_o = res.events.get("T_o", float("nan"))
@@ -496,6 +497,7 @@ def plateau_loss(alpha_star: float, w_star: float, L: int) -> float:
 
 def predicted_half_w_time(res: FourPhaseResult) -> float:
     """``T_o + log(w*/(2 w(T_o))) / r``: when w would reach w*/2 growing at the plateau rate from T_o."""
+    check_instance("res", res, FourPhaseResult)
     s = res.setting
     T_o = res.events["T_o"]
     w_o = float(np.interp(T_o, res.t, res.w))
