@@ -664,34 +664,44 @@ claims: ClaimsTable chapter coverage exponent_status failed_preconditions load_m
 claims: status  # ok/partly are often NumPy or torch booleans from a comparison; check_bool would break chapters
 config: pick  # any two values by design (a quick and a full setting)
 graphs.wl: colour_multiset  # any hashable colours by design
-models.gnn: neighbour_sum  # inner-loop kernel of every GNN forward pass; its callers check their inputs
-models.sgnn: apply_adjacency instance_norm  # inner-loop kernels of the SGNN forward pass
+models.gnn: neighbour_sum  # kernel of every GNN forward pass (a check would copy the tensors per call)
+models.sgnn: apply_adjacency instance_norm
+    # kernels of every SGNN forward pass (a check would copy the tensors per call)
 models.one_hidden: cross_entropy_gradient cross_entropy_hessian cross_entropy_risk one_hidden_probability
-    # kernels called per Newton or GD step; their callers check W and X
-models.shallow_attention: attention_mass  # called inside training steps (graph transformers, ViTs)
+    # kernels called per Newton or GD step (a check would copy the tensors per call)
+models.shallow_attention: attention_mass  # called inside training steps (graph transformers, ViTs): a kernel
 models.hf: load_pretrained  # loads a saved model from a folder or the hub: no case written yet
 parts.edge_of_stability.balancing: single_neuron_population_grad single_neuron_population_loss
-    single_neuron_reduced_step  # per-step kernels of the single-neuron runs, which check their arguments
+    single_neuron_reduced_step  # per-step kernels of the single-neuron runs
 parts.induction_heads.four_phases: phi psi  # elementwise kernels of the flows (arrays, inf allowed)
 parts.concept_learning.sim_one_layer: GDMoments  # a record returned by one_layer_gd_moments
 parts.concept_learning.diffusion_variants: fig6_verdicts verdict_line  # take a run's result record
-parts.concept_learning.deep_models: illusion_fraction  # take a SymmetricRun result record
+parts.concept_learning.deep_models: illusion_fraction
+    # takes a SymmetricRun and the OOD losses of a long run: no case written yet
 parts.concept_learning.diffusion: concept_mse merge_diffusion_runs mse_rebound_bootstrap  # take results
 parts.concept_learning.diffusion_variants: variant_runs  # trains diffusion models (minutes)
-parts.concept_learning.diffusion: concept_diffusion_experiment  # train (seconds+)
+parts.concept_learning.diffusion: concept_diffusion_experiment
+    # trains a U-Net ensemble (seconds at the smallest size): not in the CI fuzz
 parts.edge_of_stability.beyond_low_dimension: mlp_eos_experiment teacher_student_experiment
-    # train networks with sharpness tracking (seconds+)
-parts.generalisation.chain_of_thought: attention_dynamics error_curves  # train or evaluate a run
-parts.generalisation.gcn_sampling: omega_width_sweep train_sampled_gcn which_target_sweep  # train GCNs
-parts.generalisation.group_images: augmentation_sweep train_group_mlps  # train MLPs
-parts.generalisation.shallow_vits: sigma_map sparsification_runs  # train ViTs (seconds+)
-parts.generalisation.vit_images: spurious_runs train_vits  # train ViTs (seconds+)
-parts.graph_networks.walk_counting: counting_table  # train GNNs (seconds+)
+    # train networks with sharpness tracking on fixed data sets: not in the CI fuzz
+parts.generalisation.chain_of_thought: attention_dynamics error_curves
+    # train or evaluate a CoT run: not in the CI fuzz
+parts.generalisation.gcn_sampling: omega_width_sweep train_sampled_gcn which_target_sweep
+    # train GCNs (seconds at the smallest size): not in the CI fuzz
+parts.generalisation.group_images: augmentation_sweep train_group_mlps  # train MLPs on digits: not in the CI fuzz
+parts.generalisation.shallow_vits: sigma_map sparsification_runs
+    # train ViTs over grids (seconds at the smallest size): not in the CI fuzz
+parts.generalisation.vit_images: spurious_runs train_vits
+    # train ViTs over grids (seconds at the smallest size): not in the CI fuzz
+parts.graph_networks.walk_counting: counting_table  # trains GNNs per model and split: not in the CI fuzz
 parts.induction_heads.construction: gih2_width_sweep  # builds and evaluates many transformers
-parts.induction_heads.trained_transformers: train_induction  # trains a transformer (seconds+)
-parts.memorisation.ioi: ioi_experiment  # train transformers (seconds+)
-parts.memorisation.language_models: run_template_lm laser_sweep probe  # train or probe an LM
-parts.memorisation.noisy_recall: recall_experiment  # train transformers (seconds+)
+parts.induction_heads.trained_transformers: train_induction
+    # trains a transformer (seconds at the smallest size): not in the CI fuzz
+parts.memorisation.ioi: ioi_experiment  # trains transformers (seconds at the smallest size): not in the CI fuzz
+parts.memorisation.language_models: run_template_lm laser_sweep probe
+    # train or probe a GPT-NeoX language model: not in the CI fuzz
+parts.memorisation.noisy_recall: recall_experiment
+    # trains transformers (seconds at the smallest size): not in the CI fuzz
 sweep: cached_call clean_orphans clear_cache sweep  # cache machinery, tested in test_sweep.py
 widgets: SliderFigure  # render figures; no case written yet
 parts.generalisation.in_context_learning: projection_norms  # no case written yet
