@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .config import check_in
+from .config import check_finite, check_in, check_range
 
 #: A claim's status. ``inconclusive``: the experiment could not decide (a precondition of its rule failed: the model
 #: did not learn, the data break the theorem's hypotheses, too few points or seeds, an exponent interval too wide to
@@ -119,6 +119,8 @@ def _competing(predicted: float, competing) -> tuple[float, list[float]]:
 def exponent_rule(predicted: float, *, competing=None, level: float = 0.95) -> str:
     """The decision rule of :func:`exponent_status` in words, for a claim's ``tolerance`` (also when no exponent
     could be fitted and the claim is inconclusive for another reason)."""
+    check_finite("predicted", predicted)
+    check_range("level", level, 0, 1, lo_open=True, hi_open=True)
     predicted, competing = _competing(predicted, competing)
     gap = min(abs(c - predicted) for c in competing)
     names = ", ".join(f"{c:.3g}" for c in competing)
@@ -308,6 +310,7 @@ _BADGE = {
 
 def badge(state: str) -> str:
     """HTML badge for a status."""
+    check_in("state", state, tuple(_BADGE))
     colour, text = _BADGE[state]
     return (
         f'<span style="background:{colour};color:white;border-radius:4px;padding:1px 6px;'

@@ -122,6 +122,9 @@ def check_positive(name: str, value, *, allow_zero: bool = False) -> None:
 
 def check_int(name: str, value, *, minimum: int | None = None, maximum: int | None = None) -> None:
     """Raise ``ValueError`` unless ``value`` is an integer in ``[minimum, maximum]``."""
+    for bound_name, bound in (("minimum", minimum), ("maximum", maximum)):
+        if bound is not None and (isinstance(bound, bool) or not isinstance(bound, (int, np.integer))):
+            raise ValueError(f"{bound_name} must be an integer or None, got {bound!r}")
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise ValueError(f"{name} must be an integer, got {value!r}")
     if minimum is not None and value < minimum:
@@ -132,6 +135,11 @@ def check_int(name: str, value, *, minimum: int | None = None, maximum: int | No
 
 def check_range(name: str, value, lo=None, hi=None, *, lo_open: bool = False, hi_open: bool = False) -> None:
     """Raise ``ValueError`` unless ``lo <= value <= hi`` (open ends with ``lo_open`` / ``hi_open``)."""
+    for bound_name, bound in (("lo", lo), ("hi", hi)):
+        if bound is not None:
+            check_finite(bound_name, bound)
+    check_bool("lo_open", lo_open)
+    check_bool("hi_open", hi_open)
     v = _real(name, value)
     bad = not np.isfinite(v)
     if lo is not None:
@@ -208,6 +216,14 @@ def best_device() -> str:
     import torch
 
     return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def check_instance(name: str, value, cls) -> None:
+    """Raise ``ValueError`` unless ``value`` is an instance of ``cls`` (a class or a tuple of classes), e.g. a
+    ``torch.Generator``, a ``numpy.random.Generator`` or a configuration object."""
+    if not isinstance(value, cls):
+        names = " or ".join(c.__name__ for c in (cls if isinstance(cls, tuple) else (cls,)))
+        raise ValueError(f"{name} must be a {names}, got {type(value).__name__}")
 
 
 def check_callable(name: str, value) -> None:

@@ -32,7 +32,7 @@ import numpy as np
 import torch
 from torch.func import functional_call, grad, jvp
 
-from .config import check_in, check_int, check_positive, check_range, check_seed
+from .config import check_callable, check_in, check_instance, check_int, check_positive, check_range, check_seed
 
 METHODS = ("lanczos", "power", "dense")
 ENGINES = ("auto", "graph", "forward")
@@ -540,6 +540,8 @@ def flatten_module(model: torch.nn.Module, loss_of_model: Callable) -> tuple[tor
     ``loss_of_model(call)`` receives ``call(*inputs)``, a function evaluating the model with the parameters
     ``theta`` (through ``torch.func.functional_call``), and returns a scalar.
     """
+    check_instance("model", model, torch.nn.Module)
+    check_callable("loss_of_model", loss_of_model)
     if not isinstance(model, torch.nn.Module):
         raise ValueError("model must be a torch.nn.Module")
     names = [n for n, _ in model.named_parameters()]

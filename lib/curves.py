@@ -311,6 +311,9 @@ def attention_mass_by_type(weights, same_a, same_b) -> np.ndarray:
     Returns:
         Array of shape (..., 4): the mass on keys with (a, b), (a, not b), (not a, b), (not a, not b).
     """
+    weights = check_array("weights", weights)
+    check_array("same_a", same_a)
+    check_array("same_b", same_b)
     w = np.asarray(weights, dtype=float)
     a = np.broadcast_to(np.asarray(same_a, dtype=bool), w.shape)
     b = np.broadcast_to(np.asarray(same_b, dtype=bool), w.shape)

@@ -84,6 +84,7 @@ def integrate_flow(
     Returns:
         A :class:`FlowResult` with ``t`` (n_t,) and ``y`` (n_state, n_t).
     """
+    check_array("t_span", t_span)
     if not callable(rhs):
         raise ValueError("rhs must be callable as rhs(t, y)")
     check_callable("rhs", rhs)

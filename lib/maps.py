@@ -13,7 +13,7 @@ from collections.abc import Callable
 import numpy as np
 
 from lib._optim import GROWTH_WINDOW
-from lib.config import check_array, check_callable, check_finite, check_int, check_positive, check_range
+from lib.config import check_array, check_callable, check_finite, check_instance, check_int, check_positive, check_range
 
 
 def iterate_map(F: Callable, x0, steps: int, *, keep: int | None = None, bound: float = 1e12):
@@ -221,6 +221,7 @@ def bifurcation_diagram(F_param: Callable, params, x0, transient: int = 2000, ke
 
     Returns ``(p_rep, x)``, two flat arrays of length ``len(params) * keep`` ready for a scatter plot.
     """
+    check_array("x0", x0)
     check_callable("F_param", F_param)
     params = check_array("params", params)
     if params.ndim != 1 or params.size == 0:
@@ -268,6 +269,12 @@ def two_step_fixed_points(F: Callable, lo: float, hi: float, n_grid: int = 4001,
 
 def cobweb(ax, F: Callable, x0: float, steps: int, xlim, *, n_curve: int = 400, label: str = "F", color="C0"):
     """Cobweb plot of ``x_{t+1} = F(x_t)`` from ``x0`` on ``ax``: the graph of ``F``, the diagonal, the path."""
+    from matplotlib.axes import Axes
+    check_instance("ax", ax, Axes)
+    check_callable("F", F)
+    check_finite("x0", x0)
+    check_int("n_curve", n_curve, minimum=2)
+    check_array("xlim", xlim)
     check_int("steps", steps, minimum=0)
     xs = np.linspace(*xlim, n_curve)
     with np.errstate(all="ignore"):

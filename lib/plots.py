@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lib.config import check_shape
+from lib.config import check_array, check_bool, check_instance, check_int, check_positive, check_range, check_shape
 
 
 def attention_heatmap(ax, A, *, title: str = "", xlabel: str = "key position $j$",
@@ -14,6 +14,9 @@ def attention_heatmap(ax, A, *, title: str = "", xlabel: str = "key position $j$
 
     Positions are labelled from 1 as in the paper. Returns the image.
     """
+    check_instance("ax", ax, _Axes())
+    check_array("A", A, finite="some")
+    check_bool("colorbar", colorbar)
     A = np.asarray(A.detach().cpu() if hasattr(A, "detach") else A, dtype=float)
     if A.ndim != 2:
         raise ValueError(f"A must be a 2-D (T, T) array, got shape {A.shape}")
@@ -69,7 +72,7 @@ def panels(n: int, *, cols: int = 2, height: float = 2.8, width: float = COLUMN_
     """
     import matplotlib.pyplot as plt
 
-    from lib.config import check_int, check_range
+    from lib.config import check_range
 
     check_int("n", n, minimum=1)
     check_int("cols", cols, minimum=1)
@@ -126,6 +129,8 @@ def _plain(text: str) -> str:
 def figure_description(fig) -> str:
     """A text description of a figure built from what it shows: its title, and each panel's title and axis
     labels (colour bars skipped). The book uses it as the alt text of every figure."""
+    from matplotlib.figure import Figure
+    check_instance("fig", fig, Figure)
     parts = []
     title = fig.get_suptitle()
     panels = [ax for ax in fig.axes if ax.get_label() != "<colorbar>" and ax.get_visible()]
@@ -163,6 +168,10 @@ def _describe_inline_figures(shell) -> None:
 
 def phase_heatmap(ax, x, y, values, *, xlabel: str, ylabel: str, cbar_label: str = "", cmap="RdBu_r", **kw):
     """Heat map of ``values`` (shape (len(y), len(x))) on a regular grid, e.g. finite / divergent regions."""
+    check_instance("ax", ax, _Axes())
+    check_array("x", x)
+    check_array("y", y)
+    check_array("values", values, finite="some")
     x, y, values = np.asarray(x), np.asarray(y), np.asarray(values)
     check_shape("values", values, (len(y), len(x)))
     mesh = ax.pcolormesh(x, y, values, shading="nearest", cmap=cmap, **kw)
@@ -175,6 +184,10 @@ def phase_heatmap(ax, x, y, values, *, xlabel: str, ylabel: str, cbar_label: str
 
 def bifurcation_scatter(ax, params, points, *, xlabel: str, ylabel: str, s: float = 0.3, **kw):
     """Scatter of attractor points against a parameter (the bifurcation diagram)."""
+    check_instance("ax", ax, _Axes())
+    check_array("params", params)
+    check_array("points", points, finite="some")
+    check_positive("s", s)
     ax.scatter(np.asarray(params).ravel(), np.asarray(points).ravel(), s=s, c="k", alpha=0.6, lw=0, **kw)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
@@ -182,6 +195,9 @@ def bifurcation_scatter(ax, params, points, *, xlabel: str, ylabel: str, s: floa
 
 def shade_phases(ax, boundaries, labels=None, *, colors=None, alpha: float = 0.12):
     """Shade consecutive intervals ``[b_i, b_{i+1}]`` of the x-axis and label them at the top."""
+    check_instance("ax", ax, _Axes())
+    check_array("boundaries", boundaries)
+    check_range("alpha", alpha, 0, 1)
     boundaries = list(boundaries)
     colors = colors or PALETTE
     for i in range(len(boundaries) - 1):
@@ -195,6 +211,9 @@ def shade_phases(ax, boundaries, labels=None, *, colors=None, alpha: float = 0.1
 def matrix_heatmap(ax, matrix, *, xlabel: str, ylabel: str, title: str = "", cmap="viridis", colorbar=True,
                    colorbar_label: str = "", **kw):
     """Heat map of a matrix (e.g. an attention map, rows = queries, columns = keys); ``kw`` go to ``imshow``."""
+    check_instance("ax", ax, _Axes())
+    check_array("matrix", matrix, finite="some")
+    check_bool("colorbar", colorbar)
     m = np.asarray(matrix)
     if m.ndim != 2:
         raise ValueError(f"matrix must be 2-D, got shape {m.shape}")
@@ -207,3 +226,9 @@ def matrix_heatmap(ax, matrix, *, xlabel: str, ylabel: str, title: str = "", cma
     if colorbar:
         ax.figure.colorbar(im, ax=ax, label=colorbar_label)
     return im
+
+
+def _Axes():
+    from matplotlib.axes import Axes
+
+    return Axes

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from lib.config import check_range
+from lib.config import check_array, check_callable, check_range
 
 
 def check_members(sizes, seeds, name: str = "Ns") -> tuple[np.ndarray, np.ndarray]:
@@ -21,6 +21,8 @@ def check_members(sizes, seeds, name: str = "Ns") -> tuple[np.ndarray, np.ndarra
     Returns:
         ``(sizes, seeds)`` as integer arrays.
     """
+    check_array(name, sizes, nonempty=False)
+    check_array("seeds", seeds, nonempty=False)
     sizes, seeds = np.asarray(sizes), np.asarray(seeds)
     ok = (sizes.shape == seeds.shape and sizes.ndim == 1 and sizes.size > 0
           and np.issubdtype(sizes.dtype, np.integer) and np.issubdtype(seeds.dtype, np.integer))
@@ -43,6 +45,10 @@ def success_map(run_fn: Callable, xs: Sequence, Ns: Sequence[int], seeds: Sequen
     Returns:
         bool array ``(len(xs), len(Ns), len(seeds))``.
     """
+    check_callable("run_fn", run_fn)
+    check_array("xs", xs, finite="some")
+    check_array("Ns", Ns)
+    check_array("seeds", seeds)
     Ns = np.asarray(Ns, dtype=int)
     seeds = np.asarray(seeds, dtype=int)
     if len(xs) == 0 or Ns.size == 0 or seeds.size == 0:
@@ -70,6 +76,8 @@ def fit_boundary(success: np.ndarray, Ns: Sequence[int], level: float = 0.5) -> 
     Returns:
         ``(n_x,)`` float array of ``N*``; NaN where no ``N`` reaches ``level``; ``Ns[0]`` where the first does.
     """
+    check_array("success", success)
+    check_array("Ns", Ns, positive=True)
     check_range("level", level, 0, 1, lo_open=True)
     rate = np.asarray(success, dtype=float)
     if rate.ndim == 3:

@@ -182,6 +182,30 @@ def test_slider_figure_has_live_and_static_forms():
         widgets.slider_figure(draw, {"a": [1]}, labels={"b": "bee"})
 
 
+def test_static_widget_html_is_reproducible(monkeypatch):
+    """The static widget's element id is not random: the same widget, numbered the same, gives the same HTML (a
+    rebuilt chapter is byte-identical), and two equal widgets in one chapter still get distinct ids."""
+    import itertools
+    import re
+
+    import matplotlib.pyplot as plt
+
+    from lib import widgets
+
+    def draw(a):
+        fig = plt.figure(figsize=(1, 1))
+        fig.gca().plot([0, a])
+        return fig
+
+    monkeypatch.setattr(widgets, "_WIDGET_NUMBER", itertools.count())
+    first = widgets.static_html(draw, {"a": [0.0, 1.0]}, {"a": 0.0}, dpi=20)
+    second = widgets.static_html(draw, {"a": [0.0, 1.0]}, {"a": 0.0}, dpi=20)
+    monkeypatch.setattr(widgets, "_WIDGET_NUMBER", itertools.count())
+    assert widgets.static_html(draw, {"a": [0.0, 1.0]}, {"a": 0.0}, dpi=20) == first
+    ids = [re.search(r'id="(eld-[^"]+)"', page).group(1) for page in (first, second)]
+    assert ids[0] != ids[1]
+
+
 def test_environment_not_polluted():
     assert os.environ.get("BOOK_MODE") in ("quick", "full")
 

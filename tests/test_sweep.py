@@ -577,3 +577,22 @@ def test_success_map_members_are_validated():
     for bad in (([10], [0, 1]), ([0, 5], [0, 1]), ([1.5, 2.0], [0, 1]), ([], [])):
         with pytest.raises(ValueError, match="Ls and seeds"):
             check_members(*bad, "Ls")
+
+
+def test_every_environment_variable_read_is_in_the_readme():
+    """Each environment variable that ``lib``, the scripts, the book's build or its post-build tests read is listed
+    in the README's table of environment variables (the configuration a reader can set)."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    pattern = re.compile(r"(?:environ(?:\.get|\.setdefault|\.pop)?\(\s*|environ\[|getenv\(\s*)"
+                         r"[\"']([A-Z][A-Z0-9_]+)[\"']")
+    sources = [*root.glob("lib/**/*.py"), *root.glob("scripts/*.py"), *root.glob("book/**/*.py"),
+               root / "tests" / "test_book.py"]
+    read = {m.group(1) for path in sources for m in pattern.finditer(path.read_text())}
+    assert {"BOOK_MODE", "ELD_CACHE_DIR", "ELD_NO_CACHE"} <= read
+    readme = (root / "README.md").read_text()
+    table = readme[readme.index("Environment variables the book reads"):]
+    missing = sorted(v for v in read if f"`{v}`" not in table)
+    assert not missing, f"environment variables read but not in the README's table: {missing}"

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..config import check_int
+from ..config import check_array, check_instance, check_int
 
 __all__ = [
     "GaussianMixture",
@@ -53,6 +53,9 @@ def gaussian_mixture(lambdas, means, covs) -> GaussianMixture:
     Returns:
         The mixture, with float64 arrays.
     """
+    check_array("lambdas", lambdas)
+    check_array("means", means)
+    check_array("covs", covs)
     lam = np.asarray(lambdas, dtype=np.float64).ravel()
     mu = np.atleast_2d(np.asarray(means, dtype=np.float64))
     if lam.size < 1 or np.any(lam < 0) or abs(lam.sum() - 1) > 1e-9:
@@ -84,6 +87,8 @@ def sample_mixture(gmm: GaussianMixture, n: int, rng: np.random.Generator, batch
     Returns:
         ``(X, g)``: X of shape (n, d) (or (batch, n, d)) and integer groups of shape (n,) (or (batch, n)).
     """
+    check_instance("gmm", gmm, GaussianMixture)
+    check_instance("rng", rng, np.random.Generator)
     check_int("n", n, minimum=1)
     if batch is not None:
         check_int("batch", batch, minimum=1)
@@ -105,6 +110,8 @@ def rotated_covariance(diag, rng: np.random.Generator) -> np.ndarray:
         diag: the d positive eigenvalues.
         rng: NumPy generator.
     """
+    check_array("diag", diag, positive=True)
+    check_instance("rng", rng, np.random.Generator)
     D = np.asarray(diag, dtype=np.float64)
     if D.ndim != 1 or np.any(D <= 0):
         raise ValueError("diag must be a 1-D array of positive numbers")
@@ -114,6 +121,8 @@ def rotated_covariance(diag, rng: np.random.Generator) -> np.ndarray:
 
 def teacher_probability(W: np.ndarray, X: np.ndarray) -> np.ndarray:
     """H(W, x) = (1/K) Σ_j φ(w_jᵀx) for W of shape (..., d, K) and X of shape (..., n, d)."""
+    check_array("W", W)
+    check_array("X", X)
     W, X = np.asarray(W, dtype=np.float64), np.asarray(X, dtype=np.float64)
     if W.shape[-2] != X.shape[-1]:
         raise ValueError(f"W has d = {W.shape[-2]} rows but X has {X.shape[-1]} columns")
@@ -122,5 +131,8 @@ def teacher_probability(W: np.ndarray, X: np.ndarray) -> np.ndarray:
 
 def teacher_labels(W: np.ndarray, X: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Bernoulli labels y ∈ {0, 1} with P(y = 1 | x) = H(W, x), as float64."""
+    check_array("W", W)
+    check_array("X", X)
+    check_instance("rng", rng, np.random.Generator)
     p = teacher_probability(W, X)
     return (rng.random(p.shape) < p).astype(np.float64)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import torch
 
-from lib.config import check_int, check_positive, check_range
+from lib.config import check_array, check_instance, check_int, check_positive, check_range
 
 __all__ = [
     "orthonormal_bank",
@@ -58,6 +58,8 @@ def subframe(bank: torch.Tensor, n: int, *, generator: torch.Generator) -> torch
     Returns:
         ``(n, d)`` orthonormal rows, each a linear combination of ``bank``'s rows.
     """
+    check_array("bank", bank)
+    check_instance("generator", generator, torch.Generator)
     check_int("n", n, minimum=1, maximum=bank.shape[0])
     q, _ = torch.linalg.qr(torch.randn(bank.shape[0], n, generator=generator, dtype=bank.dtype))
     return (q.T @ bank).contiguous()
@@ -71,6 +73,7 @@ def shift_tasks(batch: int, m: int, steps: int, *, generator: torch.Generator) -
         Long tensor ``(batch, steps, m)``: entry ``[b, k, a]`` is the index of ``f_{k+1}`` applied to pattern
         ``a`` in task ``b``.
     """
+    check_instance("generator", generator, torch.Generator)
     check_int("batch", batch, minimum=1)
     check_int("m", m, minimum=2)
     check_int("steps", steps, minimum=1)
@@ -91,6 +94,8 @@ def follow_steps(step_maps: torch.Tensor, start: torch.Tensor) -> torch.Tensor:
     Returns:
         ``(batch, n, K + 1)`` long tensor of pattern indices.
     """
+    check_array("step_maps", step_maps)
+    check_array("start", start)
     chain = [start]
     for k in range(step_maps.shape[1]):
         chain.append(torch.gather(step_maps[:, k], 1, chain[-1]))
@@ -108,6 +113,9 @@ def sample_chains(transitions: torch.Tensor, start: torch.Tensor, *, generator: 
     Returns:
         ``(batch, n, K + 1)`` long tensor of pattern indices.
     """
+    check_array("transitions", transitions)
+    check_array("start", start)
+    check_instance("generator", generator, torch.Generator)
     batch, n_steps, m, _ = transitions.shape
     chain = [start]
     for k in range(n_steps):
@@ -132,6 +140,8 @@ def context_starts(query: torch.Tensor, n: int, m: int, alpha: float, *, generat
     Returns:
         ``(batch, n)`` long tensor.
     """
+    check_array("query", query)
+    check_instance("generator", generator, torch.Generator)
     check_int("n", n, minimum=1)
     check_int("m", m, minimum=2)
     check_range("alpha", alpha, 0.0, 1.0)
@@ -148,6 +158,9 @@ def orthogonal_noise(shape: tuple, frame: torch.Tensor, norm: float, *, generato
     Returns:
         Tensor of shape ``shape + (d,)``.
     """
+    check_array("shape", shape)
+    check_array("frame", frame)
+    check_instance("generator", generator, torch.Generator)
     check_positive("norm", norm, allow_zero=True)
     d = frame.shape[1]
     g = torch.randn(tuple(shape) + (d,), generator=generator, dtype=frame.dtype)
@@ -169,6 +182,7 @@ def cot_columns(tokens: torch.Tensor) -> torch.Tensor:
     Returns:
         ``(batch, n K, 2 d + K)``, examples in order, steps in order within an example.
     """
+    check_array("tokens", tokens)
     batch, n, kp1, d = tokens.shape
     n_steps = kp1 - 1
     pe = _pe(n_steps, torch.arange(n_steps), tokens.dtype).expand(batch, n, n_steps, n_steps)
@@ -187,6 +201,8 @@ def icl_columns(inputs: torch.Tensor, labels: torch.Tensor, n_steps: int) -> tor
     Returns:
         ``(batch, n K, 2 d + K)``.
     """
+    check_array("inputs", inputs)
+    check_array("labels", labels)
     check_int("n_steps", n_steps, minimum=1)
     batch, n, d = inputs.shape
     cols = torch.zeros(batch, n, n_steps, 2 * d + n_steps, dtype=inputs.dtype)
@@ -211,6 +227,9 @@ def query_columns(tokens: torch.Tensor, k: torch.Tensor, n_steps: int) -> tuple[
         ``(columns, valid)``: columns ``(batch, K, 2 d + K)``; ``valid`` ``(batch, K)`` bool, True for the known
         columns ``j < k`` (keys); the query column is ``columns[b, k[b] - 1]``.
     """
+    check_int("n_steps", n_steps, minimum=1)
+    check_array("tokens", tokens)
+    check_array("k", k)
     batch, _, d = tokens.shape
     j = torch.arange(1, n_steps + 1).view(1, -1)
     outputs = tokens[:, 1:n_steps + 1] * (j < k.view(-1, 1)).unsqueeze(-1).to(tokens.dtype)

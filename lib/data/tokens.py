@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from lib.config import check_int, check_positive, check_range
+from lib.config import check_array, check_instance, check_int, check_positive, check_range
 
 
 def as_generator(rng=None) -> np.random.Generator:
@@ -179,6 +179,7 @@ def uniform_sequences(B: int, L: int, d: int = 1, low: float = -1.0, high: float
 
 def one_hot(tokens: torch.Tensor, V: int, dtype=None) -> torch.Tensor:
     """One-hot vectors of token ids: ``(..., V)`` floating tensor."""
+    check_instance("tokens", tokens, torch.Tensor)
     check_int("V", V, minimum=1)
     if tokens.dtype not in (torch.int64, torch.int32):
         raise ValueError(f"tokens must be an integer tensor, got {tokens.dtype}")
@@ -219,6 +220,8 @@ def pattern_sequences(
     Returns:
         tokens ``(B, L, d)`` and the pattern index of every token ``(B, L)`` (int64).
     """
+    check_array("labels", labels)
+    check_array("patterns", patterns)
     check_int("L", L, minimum=1)
     check_range("alpha_star", alpha_star, 0, 1, lo_open=True)
     check_range("alpha_hash", alpha_hash, 0, alpha_star, hi_open=True)

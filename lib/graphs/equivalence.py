@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import networkx as nx
 import numpy as np
 
-from ..config import check_in, check_int
+from ..config import check_in, check_instance, check_int
 from .operators import INT64_SAFE, adjacency, propagate
 from .wl import node_features, wl_colours
 
@@ -62,6 +62,7 @@ def equivalence_classes(G, X=None, K: int = 2, model: str = "gnn") -> int:
 def graph_keys(graphs: Sequence, K: int = 2, model: str = "gnn", features: Sequence | None = None) -> list:
     """One key per graph (the multiset of its node keys): equal keys iff the family cannot separate the graphs.
     WL colours come from one palette shared by all ``graphs``, so keys are comparable across graphs."""
+    check_instance("graphs", graphs, (list, tuple))
     check_in("model", model, MODELS)
     check_int("K", K, minimum=0)
     graphs = list(graphs)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import networkx as nx
 import numpy as np
 
-from ..config import check_bool, check_int, check_range, check_seed
+from ..config import check_bool, check_instance, check_int, check_range, check_seed
 
 #: Neighbourhoods of nodes 1-10 in the two graphs of Fig 2.1 / A.1, as listed in the proof of Lemma A.9 (thesis
 #: numbering 1..14). Nodes 11-14 have the same neighbourhoods in both graphs, which these lists imply. The proof's
@@ -27,6 +27,8 @@ def from_neighbourhoods(neighbours: dict[int, tuple], n: int, *, first_label: in
     """The undirected graph on ``n`` nodes with the given neighbourhood lists (labels ``first_label..``), relabelled
     to ``0..n-1``; each node keeps its original label in the attribute ``"label"``. Raises ``ValueError`` when a
     label is out of range or the lists disagree with each other (``j in N(i)`` but ``i`` not in a listed ``N(j)``)."""
+    check_instance("neighbours", neighbours, dict)
+    check_int("first_label", first_label, minimum=0)
     check_int("n", n, minimum=1)
     G = nx.Graph()
     G.add_nodes_from(range(n))

@@ -118,6 +118,8 @@ def propagate(M, X, K: int, *, renormalise: bool = False) -> np.ndarray:
     :math:`\\max|X|\\cdot\\|M\\|_\\infty^K` stays below :data:`INT64_SAFE` (``ValueError`` otherwise); pass
     ``X.astype(object)`` to propagate in exact Python integers (or fractions) instead.
     """
+    if not hasattr(M, "shape") or len(M.shape) != 2:
+        raise ValueError(f"M must be a 2-D matrix (dense or sparse), got {type(M).__name__}")
     check_int("K", K, minimum=0)
     check_bool("renormalise", renormalise)
     if isinstance(X, (str, bytes)) or X is None:

@@ -91,6 +91,7 @@ def gcn_adjacency(edges, n: int, *, dtype=torch.float32) -> torch.Tensor:
     Returns:
         A coalesced sparse COO tensor of shape (n, n), symmetric, with the self-loops on the diagonal.
     """
+    check_array("edges", edges, nonempty=False)
     check_int("n", n, minimum=1)
     edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
     if len(edges) and (edges.min() < 0 or edges.max() >= n):
@@ -118,6 +119,7 @@ def column_scale(A: torch.Tensor, scale) -> torch.Tensor:
         A: sparse COO tensor (n, n).
         scale: array-like of length n.
     """
+    check_array("scale", scale)
     _check_sparse("A", A)
     A = A.coalesce()
     scale = torch.as_tensor(np.asarray(scale), dtype=A.dtype)
@@ -145,6 +147,8 @@ def effective_adjacency(A: torch.Tensor, groups, p_star) -> torch.Tensor:
         groups: int array (N,) of group indices.
         p_star: ``(p^*_1, ..., p^*_L)``, each >= 0.
     """
+    check_array("groups", groups)
+    check_array("p_star", p_star)
     return column_scale(A, _group_vector(groups, p_star, "p_star"))
 
 
@@ -198,6 +202,8 @@ class GroupSampler:
     """
 
     def __init__(self, A: torch.Tensor, groups, p_star, keep: float = 0.9):
+        check_array("groups", groups)
+        check_array("p_star", p_star)
         _check_sparse("A", A)
         check_range("keep", keep, 0.0, 1.0, lo_open=True)
         self.A = A.coalesce()
@@ -270,6 +276,8 @@ class FastGCNSampler:
 def sampler_by_name(name: str, A: torch.Tensor, groups, p_star, keep: float = 0.9):
     """``"group"`` -> :class:`GroupSampler` (``p_star``, ``keep``); ``"fastgcn"`` -> :class:`FastGCNSampler` with
     ``t = round(keep * N)`` draws."""
+    check_array("groups", groups)
+    check_array("p_star", p_star)
     check_in("name", name, ("group", "fastgcn"))
     if name == "group":
         return GroupSampler(A, groups, p_star, keep)

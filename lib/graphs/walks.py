@@ -18,7 +18,7 @@ from itertools import product
 
 import numpy as np
 
-from ..config import check_int
+from ..config import check_instance, check_int
 from .operators import INT64_SAFE, adjacency
 from .wl import node_features
 
@@ -42,6 +42,7 @@ def attributed_walk_counts(G, X, pattern: Sequence, *, start=None) -> np.ndarray
         int64 array of shape ``(n,)``: :math:`|\\mathcal W_k(G^{[i]};(x_1,\\dots,x_k))|`, times
         :math:`\\mathbf 1\\{X_i = \\text{start}\\}` when ``start`` is given.
     """
+    check_instance("pattern", pattern, (list, tuple))
     rows = node_features(G, X)
     n = len(rows)
     pattern = list(pattern)
@@ -60,6 +61,7 @@ def attributed_walk_counts(G, X, pattern: Sequence, *, start=None) -> np.ndarray
 
 def brute_force_walk_counts(G, X, pattern: Sequence, *, start=None) -> np.ndarray:
     """The same counts as :func:`attributed_walk_counts` by enumerating every walk (for tests; small graphs)."""
+    check_instance("pattern", pattern, (list, tuple))
     rows = node_features(G, X)
     n = len(rows)
     pattern = [tuple(x) if isinstance(x, (tuple, list)) else (x,) for x in pattern]
@@ -79,5 +81,6 @@ def brute_force_walk_counts(G, X, pattern: Sequence, *, start=None) -> np.ndarra
 def walk_type_counts(G, X, k: int, alphabet: Sequence) -> dict[tuple, np.ndarray]:
     """Counts :math:`|\\mathcal W_k(G^{[i]};\\tau)|` of every attribute sequence :math:`\\tau` of length ``k`` over
     ``alphabet`` (``len(alphabet) ** k`` arrays of shape ``(n,)``)."""
+    check_instance("alphabet", alphabet, (list, tuple))
     check_int("k", k, minimum=0)
     return {tau: attributed_walk_counts(G, X, tau) for tau in product(list(alphabet), repeat=k)}

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn as nn
 
-from ..config import check_int, check_shape
+from ..config import check_array, check_instance, check_int, check_shape
 
 
 @dataclass
@@ -24,6 +24,7 @@ class CNNConfig:
     heads: int = 2  # number of binary concepts
 
     def __post_init__(self):
+        check_array("channels", self.channels)
         check_int("in_channels", self.in_channels, minimum=1)
         check_int("hidden", self.hidden, minimum=1)
         check_int("heads", self.heads, minimum=1)
@@ -35,6 +36,7 @@ class ConceptCNN(nn.Module):
     """3x3 conv + GELU blocks, global max-pool, 2-layer MLP, ``heads`` two-way outputs: (B,C,S,S) -> (B,heads,2)."""
 
     def __init__(self, cfg: CNNConfig | None = None):
+        check_instance("cfg", cfg, (CNNConfig, type(None)))
         super().__init__()
         cfg = cfg or CNNConfig()
         self.cfg = cfg
@@ -52,6 +54,7 @@ class ConceptCNN(nn.Module):
 
 def concept_probs(model: ConceptCNN, x: torch.Tensor, batch: int = 1024) -> torch.Tensor:
     """Concept-space coordinates ``P(value = 1)`` per head for images ``x`` (B, C, S, S) -> (B, heads)."""
+    check_instance("model", model, ConceptCNN)
     check_shape("x", x, (None, model.cfg.in_channels, None, None))
     check_int("batch", batch, minimum=1)
     if not torch.isfinite(x).all():

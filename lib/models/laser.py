@@ -24,7 +24,7 @@ import math
 
 import torch
 
-from ..config import check_int, check_range
+from ..config import check_array, check_int, check_range
 
 __all__ = ["low_rank", "laser_rank", "laser"]
 
@@ -57,6 +57,7 @@ def low_rank(W: torch.Tensor, k: int) -> torch.Tensor:
 
 def laser_rank(shape, fraction: float) -> int:
     """Rank ``floor(fraction * min(shape))`` kept by LASER at a fraction ``rho`` in ``[0, 1]``."""
+    check_array("shape", shape)
     check_range("fraction", fraction, 0.0, 1.0)
     if len(shape) != 2:
         raise ValueError(f"shape must be 2-D, got {tuple(shape)}")
@@ -72,7 +73,6 @@ def _weight_of(target):
     return w
 
 
-@contextlib.contextmanager
 def laser(target, rank: int | None = None, fraction: float | None = None):
     """Temporarily replace a weight by its rank-``k`` truncation.
 
@@ -92,6 +92,12 @@ def laser(target, rank: int | None = None, fraction: float | None = None):
         raise ValueError(f"the weight must be 2-D, got shape {tuple(W.shape)}")
     k = laser_rank(W.shape, fraction) if fraction is not None else rank
     check_int("rank", k, minimum=0)
+    return _truncated(W, k)
+
+
+@contextlib.contextmanager
+def _truncated(W: torch.Tensor, k: int):
+    """The context of :func:`laser` (its arguments are checked when it is called, before ``with`` enters)."""
     saved = W.detach().clone()
     with torch.no_grad():
         W.copy_(low_rank(saved, k))

@@ -127,6 +127,9 @@ def gd_one_hidden(
         recorded weights, shape (T, ..., M, d, K)), ``diverged`` (bool tensor of shape W0.shape[:-2]) and
         ``diverged_step`` (first step where it diverged, -1 if never).
     """
+    check_array("W0", W0)
+    check_array("X", X)
+    check_array("y", y)
     _check(W0, X)
     if W0.ndim < 3 or W0.shape[:-3] != X.shape[:-2] or y.shape != X.shape[:-1]:
         raise ValueError(
@@ -185,6 +188,9 @@ def newton_critical_point(
         dict with ``W``, ``grad_norm`` (final ‖∇f_n‖_F per member) and ``min_eig`` (smallest Hessian eigenvalue
         at the end; positive means a strict local minimum).
     """
+    check_array("W0", W0)
+    check_array("X", X)
+    check_array("y", y)
     _check(W0, X)
     check_int("iters", iters, minimum=1)
     check_positive("tol", tol)

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import torch
 
+from lib.config import check_array
+
 __all__ = ["prev_token_score", "induction_key_mask"]
 
 
@@ -27,6 +29,7 @@ def prev_token_score(A: torch.Tensor) -> torch.Tensor:
         ``(...)`` scores in ``[0, 1]``; 1 for an exact previous-token head (the layer-1 head of Thm 4.1 as
         ``p -> infinity``).
     """
+    check_array("A", A)
     A = torch.as_tensor(A)
     if A.ndim < 2 or A.shape[-1] != A.shape[-2] or A.shape[-1] < 2:
         raise ValueError(f"A must have shape (..., T, T) with T >= 2, got {tuple(A.shape)}")
@@ -45,6 +48,7 @@ def induction_key_mask(tokens: torch.Tensor) -> torch.Tensor:
     Returns:
         ``(B, T, T)`` bool (rows = queries, columns = keys).
     """
+    check_array("tokens", tokens)
     tokens = torch.as_tensor(tokens)
     if tokens.ndim != 2 or tokens.dtype not in (torch.int64, torch.int32):
         raise ValueError(f"tokens must be integer ids of shape (B, T), got {tuple(tokens.shape)} {tokens.dtype}")

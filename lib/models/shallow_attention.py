@@ -24,7 +24,7 @@ import math
 
 import torch
 
-from lib.config import check_int, check_positive
+from lib.config import check_bool, check_int, check_positive
 from lib.models.transformer import softmax_attention
 
 
@@ -62,6 +62,9 @@ class ShallowAttention(torch.nn.Module):
         init_o_std: float = 0.01,
         generator: torch.Generator | None = None,
     ):
+        check_bool("freeze_qk", freeze_qk)
+        check_bool("freeze_v", freeze_v)
+        check_bool("freeze_o", freeze_o)
         super().__init__()
         check_int("runs", runs, minimum=1)
         check_int("d", d, minimum=1)

@@ -37,7 +37,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..config import check_bool, check_in, check_int, check_positive
+from ..config import check_bool, check_in, check_instance, check_int, check_positive
 
 __all__ = [
     "TransformerConfig",
@@ -223,6 +223,7 @@ def alibi_bias(T: int, slopes: torch.Tensor, causal: str = "standard") -> tuple[
         ``bias`` of shape ``(H, T, T)`` (zero on disallowed entries) and the boolean ``allowed`` mask
         ``(T, T)``.
     """
+    check_instance("slopes", slopes, torch.Tensor)
     check_int("T", T, minimum=1)
     check_in("causal", causal, ("standard", "strict"))
     if slopes.ndim != 1:

@@ -19,7 +19,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..config import check_int, check_positive
+from ..config import check_array, check_bool, check_instance, check_int, check_positive
 
 
 @dataclass
@@ -34,6 +34,7 @@ class UNetConfig:
     residual_out: bool = False  # return z + output, so eps_hat = z_t at initialisation (Park et al.'s code)
 
     def __post_init__(self):
+        check_array("channels", self.channels)
         check_int("in_channels", self.in_channels, minimum=1)
         check_int("blocks", self.blocks, minimum=1)
         check_int("cond_dim", self.cond_dim, minimum=1)
@@ -51,6 +52,7 @@ class UNetConfig:
 
 def timestep_embedding(t: torch.Tensor, dim: int, max_period: float = 10_000.0) -> torch.Tensor:
     """Sinusoidal embedding of times ``t`` (B,) in [0, 1] -> (B, dim) (Vaswani et al. 2017, scaled by 1000)."""
+    check_instance("t", t, torch.Tensor)
     # no test of the values: the U-Net calls this inside torch.func.vmap, where data-dependent branches fail
     if not isinstance(t, torch.Tensor) or t.ndim != 1 or t.numel() == 0:
         raise ValueError(f"t must be a non-empty 1-D tensor of times, got {t!r}")
@@ -68,6 +70,7 @@ class ResBlock(nn.Module):
     """x + conv(GELU(GN(conv(GELU(GN(x))) + proj(emb)))), with a 1x1 skip when the width changes."""
 
     def __init__(self, cin: int, cout: int, emb_dim: int, groups: int, zero_init: bool = False):
+        check_bool("zero_init", zero_init)
         super().__init__()
         check_int("groups", groups, minimum=1)
         for name, value in (("cin", cin), ("cout", cout)):
@@ -99,6 +102,7 @@ class CondUNet(nn.Module):
     """
 
     def __init__(self, cfg: UNetConfig | None = None):
+        check_instance("cfg", cfg, (UNetConfig, type(None)))
         super().__init__()
         cfg = cfg or UNetConfig()
         self.cfg = cfg

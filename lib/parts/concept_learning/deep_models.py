@@ -32,7 +32,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from lib.config import check_bool, check_int, check_positive, check_seed, check_shape
+from lib.config import (
+    check_array,
+    check_bool,
+    check_instance,
+    check_int,
+    check_positive,
+    check_range,
+    check_seed,
+    check_shape,
+)
 from lib.curves import hitting_time, peak_positions
 from lib.parts.concept_learning.linear_gd import init_deep_linear, population_gd_deep_linear, sgd_mlp_batched
 from lib.parts.concept_learning.sim_data import _vec, ood_point, population_moments, sim_gaussian_mixture_batch
@@ -161,6 +170,7 @@ def run_symmetric(a, mu, U0, eta: float, steps: int, record_steps=None) -> Symme
     Returns:
         a :class:`SymmetricRun`; diverging seeds are flagged in ``diverged`` (their values become NaN).
     """
+    check_array("U0", U0)
     a = _vec("a", a)
     mu = _vec("mu", mu)
     U = np.array(U0, dtype=float, copy=True)
@@ -196,6 +206,8 @@ def run_symmetric(a, mu, U0, eta: float, steps: int, record_steps=None) -> Symme
 
 def w_update_d2(W, a) -> np.ndarray:
     """Right-hand side of (D.2): ``W A + A W - 1/2 [A W^2 + W^2 A + 2 W A W]``, shape ``(..., d, d)``."""
+    check_array("W", W, finite=False)
+    check_array("a", a)
     W = np.asarray(W, dtype=float)
     a = _vec("a", a)
     if W.shape[-2:] != (a.size, a.size):
@@ -215,6 +227,8 @@ def growth_suppression_noise(W, a):
     ``N_ij = 1/2 sum_{k != i, j} w_ki w_kj (a_i + a_j + 2 a_k)``.
     For a symmetric ``W``, ``G - S - N`` equals :func:`w_update_d2`.
     """
+    check_array("W", W, finite=False)
+    check_array("a", a)
     W = np.asarray(W, dtype=float)
     a = _vec("a", a)
     d = a.size
@@ -247,6 +261,7 @@ def stage_sequence(run: SymmetricRun, prominence: float = 1e-3) -> dict:
     ``nan`` if none) and ``in_order`` (``rise_strong < minor_peak < loss_peak < rise_weak``, the order of Sec.
     4.2).
     """
+    check_instance("run", run, SymmetricRun)
     s = run.mu.size
     if s != 2:
         raise ValueError(f"stage_sequence needs s = 2 concepts, got s = {s}")
@@ -282,6 +297,9 @@ def plateau_stats(run: SymmetricRun, i: int = 0, level: float = 0.5) -> dict:
     ``d w_ii / dt ~ 2 a_i w_ii``, hence ``length ~ log(1 / w_min) / (2 a_i) + const``
     (:func:`plateau_slope_theory`).
     """
+    check_instance("run", run, SymmetricRun)
+    check_int("i", i, minimum=0, maximum=run.W.shape[-1] - 1)
+    check_range("level", level, 0, 1, lo_open=True)
     t = run.time
     w = run.entry(i, i)
     kmin = np.nanargmin(w, axis=0)
@@ -314,6 +332,7 @@ def check_assumptions(
 
     Returns a dict ``{"D.1": bool, ..., "D.5": bool, "all": bool, "constants": {...}}``.
     """
+    check_array("W0", W0)
     a = _vec("a", a)
     W0 = np.asarray(W0, dtype=float)
     check_shape("W0", W0, (a.size, a.size))
@@ -361,6 +380,7 @@ def assumptions_satisfiable(a, W0, eta: float) -> dict:
     satisfies
     that assumption, and ``"all"`` whether one grid point satisfies all five at once.
     """
+    check_array("W0", W0)
     names = ("D.1", "D.2", "D.3", "D.4", "D.5")
     any_ok = dict.fromkeys(names, False)
     all_ok = False
@@ -403,6 +423,7 @@ def illusion_fraction(run: SymmetricRun, loss, bump, prominence: float):
 def major_after_minor(run: SymmetricRun, b: int) -> bool:
     """App. E.1 on run ``b``: for each pair of consecutive concepts (stronger ``p``, next ``q``, by the rates
     ``a``), the minor entry ``w_pq`` peaks before the major ``w_qq`` first reaches 1/2."""
+    check_instance("run", run, SymmetricRun)
     check_int("b", b, minimum=0, maximum=run.W.shape[1] - 1)
     order = np.argsort(-run.a[: run.mu.size])
     t = run.time
@@ -450,6 +471,7 @@ def deep_linear_sgd_run(mu, sigma, d: int, depth: int, width: int, *, n_seeds: i
     training sample) and ``heldout_loss`` (R, n_seeds), ``diverged`` (n_seeds,). ``device``: where the networks
     train (:func:`~lib.parts.concept_learning.linear_gd.sgd_mlp_batched`).
     """
+    check_int("d", d, minimum=1)
     check_int("n_seeds", n_seeds, minimum=1)
     check_int("n_per_cluster", n_per_cluster, minimum=1)
     check_seed("seed", seed)
@@ -484,6 +506,7 @@ def bump_windows(curve, prominence: float) -> list[list[tuple[int, int]]]:
     Returns:
         one list of ``(trough, peak)`` pairs per curve (empty for a curve without a bump).
     """
+    check_array("curve", curve)
     c = np.asarray(curve, dtype=float)
     curves = c[None] if c.ndim == 1 else c
     out = []

@@ -34,8 +34,10 @@ from torch.func import functional_call, stack_module_state
 
 from lib.config import (
     check_array,
+    check_callable,
     check_device,
     check_finite,
+    check_instance,
     check_int,
     check_positive,
     check_range,
@@ -55,6 +57,8 @@ class VPSchedule:
     gamma_max: float = 10.0
 
     def __post_init__(self):
+        check_finite("gamma_min", self.gamma_min)
+        check_finite("gamma_max", self.gamma_max)
         if not (np.isfinite(self.gamma_min) and np.isfinite(self.gamma_max) and self.gamma_max > self.gamma_min):
             raise ValueError(f"gamma_max must be finite and > gamma_min, got ({self.gamma_min}, {self.gamma_max})")
 
@@ -99,6 +103,10 @@ def ddim_sample(eps_fn, schedule: VPSchedule, noise: torch.Tensor, cond: torch.T
     ``cond`` (B, cond_dim); ``clip``: clip ``x_hat`` to [-clip, clip] at every step (None: no clipping).
     Implements ``z_s = alpha_s x_hat + sigma_s eps_hat`` on the grid ``t_i = 1 - i / steps``.
     """
+    check_callable("eps_fn", eps_fn)
+    check_instance("schedule", schedule, VPSchedule)
+    check_array("noise", noise)
+    check_array("cond", cond)
     check_int("steps", steps, minimum=1)
     if clip is not None:
         check_positive("clip", clip)
@@ -127,6 +135,7 @@ class Ensemble:
     """
 
     def __init__(self, models: list[torch.nn.Module]):
+        check_instance("models", models, (list, tuple))
         if len(models) < 1:
             raise ValueError("models must be a non-empty list")
         self.K = len(models)
@@ -195,6 +204,8 @@ def train_ensemble(models: list[torch.nn.Module], images: torch.Tensor, cond: to
     ``checkpoint`` (P,), ``concepts`` (P, K, n, heads) per-sample coordinates, ``images`` (P, K, keep, C, S, S),
     ``seconds`` (wall time). Non-finite losses mark a model as diverged (``diverged`` (K,) bool) instead of raising.
     """
+    check_array("images", images)
+    check_array("cond", cond)
     K = len(models)
     dev = check_device("device", device)
     check_int("steps", steps, minimum=1)
@@ -302,6 +313,11 @@ def train_concept_classifier(*, image_size: int = 8, variant: str = "easy", step
     with the held-out accuracy per head (2,) on fresh images. ``device``: where to train (the model is returned
     there; the data and minibatch draws are made on the CPU and moved; the accuracy is a CPU array).
     """
+    check_int("steps", steps, minimum=1)
+    check_int("n", n, minimum=1)
+    check_seed("seed", seed)
+    if deltas is not None:
+        check_array("deltas", deltas)
     import torch.nn.functional as F
 
     from lib.models.cnn import CNNConfig, ConceptCNN, concept_probs

@@ -17,7 +17,16 @@ import math
 import numpy as np
 import torch
 
-from lib.config import check_bool, check_device, check_in, check_int, check_positive, check_seed
+from lib.config import (
+    check_array,
+    check_bool,
+    check_device,
+    check_in,
+    check_instance,
+    check_int,
+    check_positive,
+    check_seed,
+)
 from lib.models.mlp import _layer_sizes
 from lib.train import train_stacked
 
@@ -90,6 +99,7 @@ def end_to_end(weights: list[torch.Tensor], biases: list[torch.Tensor] | None = 
     ``weights[l]``: ``(K, n_l, n_{l-1})``; ``biases[l]``: ``(K, n_l)`` or ``None``. Returns ``W`` of shape
     ``(K, d_out, d_in)`` and ``c`` of shape ``(K, d_out)`` (zeros without biases).
     """
+    check_instance("weights", weights, (list, tuple))
     if not weights:
         raise ValueError("weights must contain at least one layer")
     W = weights[0]
@@ -175,6 +185,9 @@ def population_gd_deep_linear(
         ``W`` ``(K, R, d_out, d)`` end-to-end matrices, ``c`` ``(K, R, d_out)`` (``None`` without ``record_W``),
         ``weights``/``biases`` (final), ``diverged`` ``(K,)`` bool, ``diverged_step`` ``(K,)`` (-1 if never).
     """
+    check_instance("weights", weights, (list, tuple))
+    check_array("A", A)
+    check_bool("record_W", record_W)
     check_positive("lr", lr)
     check_int("steps", steps, minimum=0)
     check_positive("divergence_bound", divergence_bound)
@@ -370,6 +383,9 @@ def sgd_mlp_batched(
         ``(K, R, P, d_out)`` (if ``x_eval``; NaN after a model's divergence), ``weights``/``biases`` (final),
         ``diverged`` ``(K,)`` and ``diverged_step`` ``(K,)`` (-1 if never).
     """
+    check_array("X", X)
+    check_instance("weights", weights, (list, tuple))
+    check_bool("progress", progress)
     check_in("activation", activation, ("linear", "relu"))
     check_positive("lr", lr)
     check_int("steps", steps, minimum=0)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lib.config import check_int, check_positive
+from lib.config import check_array, check_bool, check_instance, check_int, check_positive
 
 
 def hypercube_positions(s: int) -> dict:
@@ -45,6 +45,12 @@ def plot_hypercube(
     Returns:
         the scatter artist (for a shared colour bar).
     """
+    from matplotlib.axes import Axes
+    check_instance("ax", ax, Axes)
+    check_array("V", V)
+    check_array("values", values, finite="some")
+    check_positive("node_size", node_size)
+    check_bool("cbar", cbar)
     import networkx as nx
 
     V = np.asarray(V).astype(int)
@@ -110,6 +116,14 @@ def plot_trajectory_plane(
             default the index), as the paper's arrows at equal training-time intervals.
         clusters: draw the training-cluster centres (circles) and ``x_hat`` (red star).
     """
+    from matplotlib.axes import Axes
+    check_instance("ax", ax, Axes)
+    check_array("traj", traj, finite="some")
+    check_array("mu", mu)
+    check_array("dims", dims)
+    check_int("n_markers", n_markers, minimum=0)
+    check_bool("normalise", normalise)
+    check_bool("clusters", clusters)
     traj = np.asarray(traj, dtype=float)
     mu = np.asarray(mu, dtype=float)
     i, j = dims
@@ -135,6 +149,8 @@ def plot_trajectory_plane(
 def plot_entry_groups(ax, s: int, d: int, *, title: str = "Jacobian entries (Fig. 4)"):
     """Colour map of the major (dark), minor (by group) and irrelevant (light) entries of a ``d x d``
     Jacobian."""
+    from matplotlib.axes import Axes
+    check_instance("ax", ax, Axes)
     from matplotlib.colors import ListedColormap
 
     from lib.parts.concept_learning.deep_models import entry_groups

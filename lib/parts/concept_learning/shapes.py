@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lib.config import check_in, check_int, check_positive, check_range, check_seed
+from lib.config import check_array, check_in, check_int, check_positive, check_range, check_seed
 
 #: (colour, size) bits of the four classes: colour 0 = red, 1 = blue; size 0 = big, 1 = small.
 CLASSES = ((0, 0), (0, 1), (1, 0), (1, 1))
@@ -119,6 +119,10 @@ def render_discs(centre, radius, color, background, image_size: int) -> np.ndarr
     linearly from 0 to 1 over one pixel across the rim (an area-coverage approximation), which keeps small discs
     visible at 8x8.
     """
+    check_array("centre", centre)
+    check_array("radius", radius)
+    check_array("color", color)
+    check_array("background", background)
     check_int("image_size", image_size, minimum=4)
     centre, radius = np.asarray(centre, float), np.asarray(radius, float)
     color, background = np.asarray(color, float), np.asarray(background, float)

@@ -148,6 +148,8 @@ def augmented_moment(A: np.ndarray, m: np.ndarray) -> np.ndarray:
     For an affine model ``f = W x + b = [W b] (x, 1)`` the population loss is
     ``1/2 tr[([W b] - [I 0]) A_aug ([W b] - [I 0])^T]``.
     """
+    check_array("A", A)
+    check_array("m", m)
     A = np.asarray(A, dtype=np.float64)
     m = np.asarray(m, dtype=np.float64)
     if A.ndim != 2 or A.shape[0] != A.shape[1]:
@@ -166,6 +168,7 @@ def augmented_moment(A: np.ndarray, m: np.ndarray) -> np.ndarray:
 def empirical_second_moment(X) -> np.ndarray:
     """``A_hat = X^T X / N`` for points ``X`` of shape ``(N, d)`` (or ``(K, N, d)`` -> ``(K, d, d)``), Eq.
     (4.1)."""
+    check_array("X", X)
     X = np.asarray(X, dtype=np.float64)
     if X.ndim not in (2, 3) or X.shape[-2] < 1:
         raise ValueError(f"X must have shape (N, d) or (K, N, d) with N >= 1, got {X.shape}")
@@ -174,6 +177,7 @@ def empirical_second_moment(X) -> np.ndarray:
 
 def empirical_mean(X) -> np.ndarray:
     """Mean of the points ``X`` (shape ``(N, d)`` -> ``(d,)``, or ``(K, N, d)`` -> ``(K, d)``)."""
+    check_array("X", X)
     X = np.asarray(X, dtype=np.float64)
     if X.ndim not in (2, 3) or X.shape[-2] < 1:
         raise ValueError(f"X must have shape (N, d) or (K, N, d) with N >= 1, got {X.shape}")
@@ -308,6 +312,7 @@ def sim_gaussian_mixture_batch(
     ``x_hat`` ``(K, d)`` (rotated) and ``x_hat0`` ``(d,)`` (concept coordinates). Set ``k`` equals
     ``sim_gaussian_mixture(mu, sigma, d, n, seed=seeds[k], rotate=rotate, ...).X``.
     """
+    check_array("seeds", seeds)
     mu_arr, sig, d = as_concepts(mu, sigma, d)
     seeds = [int(s) for s in seeds]
     if not seeds:

@@ -300,6 +300,8 @@ def fit_exponential_rate(times, residual, lo: float, hi: float) -> tuple[float, 
     ``times``: ``(T,)``; ``residual``: ``(T,)`` (e.g. ``f_k(t) - mu_k``); least squares on ``log |residual|``.
     Returns ``(nan, n)`` when fewer than 3 samples fall in the window.
     """
+    check_array("times", times)
+    check_array("residual", residual, finite="some")
     t = _times(times)
     r = np.abs(np.asarray(residual, dtype=np.float64))
     if r.shape != t.shape:

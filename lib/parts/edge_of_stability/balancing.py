@@ -173,6 +173,8 @@ def project_onto_manifold(x, y, eta, mu: float = 1.0):
 
     A stand-in for Damian et al.'s projection. Returns ``(px, py)`` arrays (nan when ``M`` is empty).
     """
+    check_array("x", x, finite=False)
+    check_array("y", y, finite=False)
     from scipy.optimize import minimize_scalar
 
     x, y = np.broadcast_arrays(np.asarray(x, dtype=float), np.asarray(y, dtype=float))
@@ -197,6 +199,7 @@ def project_onto_manifold(x, y, eta, mu: float = 1.0):
 
 def product_hessian_top(x) -> float:
     """Largest Hessian eigenvalue of ``(prod_i x_i - 1)^2 / n`` at ``x`` (shape ``(n,)``), Prop 7."""
+    check_array("x", x)
     x = np.asarray(x, dtype=float)
     if x.ndim != 1 or x.size < 2:
         raise ValueError(f"x must be a 1-D array with n >= 2 entries, got shape {x.shape}")
@@ -326,6 +329,7 @@ def run_single_neuron_empirical(X, eta: float, steps: int, v0=0.1, w0=(0.0, 0.1)
     ``diverged`` ``(B,)`` and ``diverged_step`` ``(B,)`` (-1 if never) follow :func:`lib.maps.stop_at_divergence`;
     entries after a run's divergence are NaN.
     """
+    check_array("w_teacher", w_teacher)
     check_array("X", X)
     check_positive("eta", eta)
     check_int("steps", steps, minimum=0)

@@ -16,7 +16,17 @@ from threadpoolctl import threadpool_limits
 from torch.func import grad, vmap
 
 from lib import curvature
-from lib.config import check_array, check_finite, check_int, check_positive, check_seed, check_shape
+from lib.config import (
+    check_array,
+    check_callable,
+    check_finite,
+    check_in,
+    check_int,
+    check_positive,
+    check_range,
+    check_seed,
+    check_shape,
+)
 from lib.data.sphere import sample_sphere
 from lib.parts.edge_of_stability.one_dimensional import stable_oscillation_condition
 
@@ -47,12 +57,16 @@ def ts_init(d: int = 16, seed: int = 0, *, k_step: float = 0.0625, noise: float 
 
 def ts_unpack(theta: torch.Tensor, d: int = 16):
     """Split ``theta`` (d*d + d,) into ``W`` (d, d) (rows w_i) and ``v`` (d,)."""
+    check_array("theta", theta)
+    check_int("d", d, minimum=1)
     check_shape("theta", theta, (d * d + d,))
     return theta[: d * d].reshape(d, d), theta[d * d:]
 
 
 def ts_loss(X: torch.Tensor, y: torch.Tensor):
     """Eq. (20) as a function of the flat ``theta``: ``1/m sum_j (sum_i v_i ReLU(w_i^T x_j) - y_j)^2``."""
+    check_array("X", X)
+    check_array("y", y)
     m, d = X.shape
     check_shape("y", y, (m,))
 
@@ -65,6 +79,8 @@ def ts_loss(X: torch.Tensor, y: torch.Tensor):
 
 def ts_ratios(theta: torch.Tensor, d: int = 16) -> np.ndarray:
     """The ratios ``||w_i|| / v_i`` (shape (d,)), equal to ``k_i^2`` on the minimum set (Eq. 21)."""
+    check_array("theta", theta)
+    check_int("d", d, minimum=1)
     W, v = ts_unpack(torch.as_tensor(theta), d)
     return (W.norm(dim=1) / v).detach().numpy()
 
@@ -76,6 +92,8 @@ def equal_k_sharpness(X: torch.Tensor, k_values) -> np.ndarray:
     ``J = [P / k, k Q]``, ``P[j, (i, l)] = 1[x_ji > 0] x_jl`` and ``Q[j, i] = ReLU(x_ji)`` independent of k.
     X: (m, d); returns shape (len(k_values),).
     """
+    check_array("X", X)
+    check_array("k_values", k_values)
     k_values = np.asarray(k_values, float)
     if k_values.ndim != 1 or np.any(k_values <= 0):
         raise ValueError("k_values must be a 1-D array of positive numbers")
@@ -100,6 +118,8 @@ def run_teacher_student(X, y, theta0, *, lr: float, epochs: int, decay_to: float
     residual to a relative ``1e-6``, Lanczos where it cannot certify). Returns dict of NumPy arrays ``step``,
     ``loss``, ``lr``, ``ratios`` (T, d), ``sharp_step``, ``sharpness`` and the final ``theta``.
     """
+    check_array("X", X)
+    check_array("theta0", theta0)
     from lib.train import piecewise, train
 
     check_positive("lr", lr)
@@ -139,6 +159,9 @@ def line_search_minimum(loss, theta: torch.Tensor, g: torch.Tensor, eta: float, 
     """Def 5: ``c* = argmin_{c in [0, 1]} loss(theta - c eta g)`` (grid of ``n_grid`` points, vectorised with
     ``vmap``, then refined by a parabola through the best grid point and its neighbours) and
     ``theta_tilde = theta - c* eta g``. theta, g: shape (n,). Returns ``(c_star, theta_tilde)``."""
+    check_callable("loss", loss)
+    check_array("theta", theta)
+    check_array("g", g)
     check_positive("eta", eta)
     check_int("n_grid", n_grid, minimum=3)
     check_shape("g", g, tuple(theta.shape))
@@ -167,7 +190,10 @@ def cross_section(loss, theta: torch.Tensor, eta: float, *, eig_method: str = "l
     run pass a ``tracker`` (:class:`lib.curvature.SharpnessTracker`): the top eigenpair is then warm-started from
     the previous call and certified by its residual instead of computed from scratch with ``eig_method``.
     """
+    check_callable("loss", loss)
+    check_array("theta", theta)
     check_finite("min_sharpness", min_sharpness)
+    check_in("eig_method", eig_method, ("lanczos", "power", "dense"))
     theta = theta.detach()
     g = grad(loss)(theta)
     if tracker is not None:
@@ -199,6 +225,10 @@ def run_mlp_eos(X, y, *, depth: int, lr: float, epochs: int, seed: int = 0, widt
     ``diverged``, and with ``keep_params_every`` the flat parameters ``params`` (T', n) every that many epochs
     (for the cross-section widget) and the ``loss_fn`` (a closure of the flat parameters).
     """
+    check_array("X", X)
+    check_array("y", y)
+    check_range("cond_frac", cond_frac, 0, 1)
+    check_seed("seed", seed)
     from lib.models.mlp import ReLUMLP
     from lib.train import train
 

@@ -14,7 +14,16 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from lib.config import check_array, check_in, check_int, check_positive, check_range, check_seed, check_shape
+from lib.config import (
+    check_array,
+    check_in,
+    check_instance,
+    check_int,
+    check_positive,
+    check_range,
+    check_seed,
+    check_shape,
+)
 from lib.maps import lyapunov_exponent
 from lib.parts.edge_of_stability.one_dimensional import period2_orbit
 
@@ -82,6 +91,9 @@ def mf_gd(Y0, Z0, C, eta, steps: int, *, tail: int = 0, record_every: int = 0, b
         not), and when asked ``tail_sy``, ``tail_sz`` (B, tail) and ``hist`` (dict of ``step`` (T,), ``loss``,
         ``sy``, ``sz`` each (B, T)); all NumPy.
     """
+    check_array("Y0", Y0)
+    check_array("Z0", Z0)
+    check_array("C", C)
     check_int("steps", steps, minimum=1)
     check_int("tail", tail, minimum=0, maximum=steps)
     check_int("record_every", record_every, minimum=0)
@@ -151,6 +163,9 @@ def mf_trajectory(Y0, Z0, C, eta: float, steps: int, bound: float = 1e6) -> dict
     Y0, Z0, C: shape (d, d). Returns dict with ``loss``, ``sy``, ``sz`` (sigma_max of Y and Z), each shape
     (steps + 1,), NaN after a divergence, the final ``Y``, ``Z`` and ``diverged_step`` (-1 if none).
     """
+    check_array("Y0", Y0)
+    check_array("Z0", Z0)
+    check_array("C", C)
     check_int("steps", steps, minimum=1)
     check_positive("eta", eta)
     check_positive("bound", bound)
@@ -178,6 +193,8 @@ def top_direction_value(M, u) -> float:
     Obs 2 predicts ``rho_i sigma_1`` for it on the orbit; it equals sigma_max(M) unless another direction of M
     is larger.
     """
+    check_array("M", M)
+    check_array("u", u)
     M, u = _np(M), _np(u)
     check_shape("u", u, (M.shape[0],))
     return float(np.linalg.norm(M.T @ u))
@@ -215,6 +232,7 @@ def quasi_symmetric_init(X0, alpha: float, eps: float = 1e-3, seed: int = 0):
 def diag_target(spectra) -> torch.Tensor:
     """Targets ``C_b = diag(spectra[b])``; spectra shape (B, d) of positive eigenvalues -> C shape (B, d, d).
     """
+    check_array("spectra", spectra)
     s = torch.as_tensor(np.asarray(spectra, dtype=np.float64))
     if s.ndim != 2 or not torch.all(s > 0):
         raise ValueError("spectra must have shape (B, d) with positive entries")
@@ -240,6 +258,8 @@ def divergence_grid(k1_values, k2_values, *, init: str = "generic", alpha: float
     Returns:
         array of shape (len(k2_values), len(k1_values)): 1.0 finite, 0.0 diverged, NaN where k2 > k1.
     """
+    check_positive("eps", eps, allow_zero=True)
+    check_array("spectrum_tail", spectrum_tail, nonempty=False)
     check_in("init", init, ("generic", "quasi", "symmetric"))
     check_int("d", d, minimum=2)
     check_positive("alpha", alpha)
@@ -284,6 +304,9 @@ def divergence_boundary(k1_values, k2_values, finite) -> np.ndarray:
     finite: array (len(k2_values), len(k1_values)) from :func:`divergence_grid`. Returns shape
     (len(k1_values),).
     """
+    check_array("k1_values", k1_values)
+    check_array("k2_values", k2_values)
+    check_array("finite", finite, finite="some")  # NaN marks a point not run
     k2 = np.asarray(k2_values, float)
     finite = np.asarray(finite, float)
     check_shape("finite", finite, (len(k2), len(k1_values)))
@@ -350,6 +373,8 @@ def thm6_eigenpair(X, Y):
 
     Returns ``(Delta, lam)``: Delta of shape (m p + p q,) (row-major vec of X then Y, unit norm), lam a float.
     """
+    check_array("X", X)
+    check_array("Y", Y)
     X, Y = _np(X), _np(Y)
     if X.ndim != 2 or Y.ndim != 2 or X.shape[1] != Y.shape[0]:
         raise ValueError(f"X (m, p) and Y (p, q) must be conformable, got {X.shape} and {Y.shape}")
@@ -368,6 +393,8 @@ def thm6_eigenpair(X, Y):
 def thm6_condition(X, Y, Delta=None) -> float:
     """Eq. (160): ``3 f'''^2 - f'' f'''' = 96 ||dX Y + X dY||_F^2 ||dX dY||_F^2`` at the minimum along Delta
     (default: the Thm 6 eigenvector). X: (m, p), Y: (p, q), Delta: (m p + p q,)."""
+    check_array("X", X)
+    check_array("Y", Y)
     X, Y = _np(X), _np(Y)
     if Delta is None:
         Delta, _ = thm6_eigenpair(X, Y)
@@ -382,6 +409,7 @@ def mf_flat_loss(m: int, p: int, q: int, C):
     """The loss ``theta -> 1/2 ||X Y - C||_F^2`` of a flat parameter ``theta = vec(X, Y)`` (shape (m p + p
     q,)),
     for ``lib.curvature`` (Eq. 146)."""
+    check_array("C", C)
     for name, v in (("m", m), ("p", p), ("q", q)):
         check_int(name, v, minimum=1)
     C = torch.as_tensor(C, dtype=torch.float64)
@@ -404,6 +432,9 @@ def orbit_structure(Y, Z, C) -> dict:
     * ``resid_eig``: ``u^T (YZ^T - C) u``, predicted ``(rho^2 - 1) sigma_1^2``;
     * ``sy``, ``sz``: sigma_max(Y), sigma_max(Z), predicted both ``rho sigma_1``.
     """
+    check_array("Y", Y)
+    check_array("Z", Z)
+    check_array("C", C)
     Y, Z, C = _np(Y), _np(Z), _np(C)
     for name, M in (("Y", Y), ("Z", Z)):
         check_shape(name, M, C.shape)
@@ -457,6 +488,7 @@ def fig6_orbit_check(run: dict) -> dict:
     of ``eps``), ``eq9`` (whether Eq. (9) holds for the second singular value) and ``smax_ok`` (the top singular
     value of ``Y`` is the one along ``u``).
     """
+    check_instance("run", run, dict)
     tr, C, U, S = run["tr"], run["C"], run["U"], run["S"]
     lo, hi = rho_orbit(run["K"])
     Y, Z = tr["Y"], tr["Z"]

@@ -10,7 +10,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from lib.config import check_array, check_bool, check_callable, check_finite, check_int, check_positive, check_range
+from lib.config import (
+    check_array,
+    check_bool,
+    check_callable,
+    check_finite,
+    check_instance,
+    check_int,
+    check_positive,
+    check_range,
+)
 
 SQRT5_MINUS_1 = math.sqrt(5.0) - 1.0  #: loss of stability of the period-2 orbit (App. L)
 
@@ -177,6 +186,9 @@ def stable_oscillation_condition(f2, f3, f4):
 
     Positive (with ``f''' != 0``) means GD has period-2 orbits for ``eta`` just above ``2 / f''``.
     """
+    check_array("f2", f2)
+    check_array("f3", f3)
+    check_array("f4", f4)
     f2, f3, f4 = (np.asarray(a, dtype=float) for a in (f2, f3, f4))
     out = 3.0 * f3**2 - f2 * f4
     return float(out) if out.ndim == 0 else out
@@ -191,6 +203,7 @@ def higher_order_test(derivs, tol: float = 1e-9) -> dict:
     derivatives given are not enough to decide). Thm 1: ``3 f'''^2 - f'' f'''' > 0``. Lemma 1 (ii): ``k`` even
     and ``f^(k) < 0``. Lemma 1 (i): ``k`` odd and ``f^(k+1) < 0`` (with ``epsilon`` of the sign of ``f^(k)``).
     """
+    check_array("derivs", derivs)
     d = np.asarray(derivs, dtype=float).ravel()
     if d.size < 2:
         raise ValueError(f"derivs must hold at least f'' and f''', got {d.size} values")
@@ -214,6 +227,7 @@ def higher_order_test(derivs, tol: float = 1e-9) -> dict:
 
 def oscillation_test(func: ScalarFunction, order: int = 6, tol: float = 1e-9) -> dict:
     """Evaluate Thm 1 / Lemma 1 for ``func`` at its minimum; adds the derivatives and the Thm 1 quantity."""
+    check_instance("func", func, ScalarFunction)
     d = func.at_min(order)
     out = higher_order_test(d[2:], tol=tol)
     out.update(
@@ -272,6 +286,7 @@ def gd_iterate_many(funcs: list[ScalarFunction], x0, etas, steps: int, bound: fl
 
 def two_step_gap(func: ScalarFunction, x0, eta):
     """``F_eta(F_eta(x0)) - x0`` (zero at a period-2 point, Def 2); broadcasts over ``x0`` and ``eta``."""
+    check_instance("func", func, ScalarFunction)
     x0 = check_array("x0", x0, finite=False)  # a map: diverged states pass through
     eta = check_array("eta", eta, positive=True)
     x0 = np.asarray(x0, dtype=float)
@@ -288,6 +303,7 @@ def two_cycle_learning_rate(func: ScalarFunction, eps: float, span: float = 0.3,
     multiplier
     ``(F^2)'(x0) = F'(x0) F'(x1)`` of the cycle, and ``stable = |multiplier| < 1``.
     """
+    check_instance("func", func, ScalarFunction)
     check_finite("eps", eps)
     check_int("n_grid", n_grid, minimum=2)
     from scipy.optimize import brentq

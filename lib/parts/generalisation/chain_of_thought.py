@@ -17,8 +17,10 @@ from torch import nn
 from lib import curves
 from lib.config import (
     check_array,
+    check_bool,
     check_device,
     check_in,
+    check_instance,
     check_int,
     check_int_array,
     check_positive,
@@ -168,6 +170,8 @@ def step_transitions(step_maps: torch.Tensor, tau: float, rho: float, *, mode: s
     Returns:
         ``(batch, K, m, m)`` float tensor.
     """
+    check_array("step_maps", step_maps)
+    check_instance("generator", generator, (torch.Generator, type(None)))
     check_range("tau", tau, 0.0, 1.0, lo_open=True)
     check_range("rho", rho, 0.0, 1.0, lo_open=True)
     check_in("mode", mode, ("distractor", "condition_fail"))
@@ -210,6 +214,10 @@ def cot_training_batch(batch: int, *, n_examples: int, alpha: float, n_patterns:
         dict with ``keys`` ``(batch, n K + K, 2 d + K)``, ``valid`` (bool mask), ``query`` ``(batch, 2 d + K)`` and
         ``target`` ``(batch, d)``.
     """
+    check_int("n_examples", n_examples, minimum=1)
+    check_int("n_patterns", n_patterns, minimum=1)
+    check_int("d", d, minimum=1)
+    check_int("n_steps", n_steps, minimum=1)
     bank = prompts.orthonormal_bank(n_patterns, d)
     maps = prompts.shift_tasks(batch, n_patterns, n_steps, generator=generator)
     q = torch.randint(0, n_patterns, (batch,), generator=generator)
@@ -321,6 +329,8 @@ def fig75_transitions(step_maps: torch.Tensor, *, fail_share: float = 0.3,
     Returns:
         ``(batch, K, m, m)`` float tensor.
     """
+    check_array("step_maps", step_maps)
+    check_instance("generator", generator, (torch.Generator, type(None)))
     check_range("fail_share", fail_share, 0.0, 1.0)
     batch, n_steps, m = step_maps.shape
     if n_steps != 3:
@@ -345,6 +355,11 @@ def sample_test_prompts(n_queries, n_examples, alpha, tau, rho, mode, d, n_trr, 
         indices ``(n, l, K + 1)``, their noisy tokens ``(n, l, K + 1, d)``, the query's true chain ``(n, K + 1)``
         and whether Condition 7.3.2 holds on the query's row of ``B``.
     """
+    for name, value in (("n_queries", n_queries), ("n_examples", n_examples), ("d", d), ("n_trr", n_trr),
+                        ("n_tsr", n_tsr), ("n_steps", n_steps)):
+        check_int(name, value, minimum=1)
+    check_positive("noise", noise, allow_zero=True)
+    check_seed("seed", seed)
     g = torch.Generator().manual_seed(seed)
     trr = prompts.orthonormal_bank(n_trr, d)
     tsr = prompts.subframe(trr, n_tsr, generator=g)
@@ -384,6 +399,11 @@ def cot_inference(W, *, n_queries: int = 300, n_examples: int = 20, alpha: float
         ``per_query`` errors, ``row_condition`` (whether Condition 7.3.2 holds on the query's row of ``B``) and, with
         ``return_attention``, ``attention`` (list of ``K`` arrays ``(n, L_k)``), ``decoded`` and ``truth``.
     """
+    check_array("W", W)
+    for name, value in (("d", d), ("n_trr", n_trr), ("n_tsr", n_tsr), ("n_steps", n_steps)):
+        check_int(name, value, minimum=1)
+    check_seed("seed", seed)
+    check_bool("return_attention", return_attention)
     check_int("n_queries", n_queries, minimum=1)
     check_int("n_examples", n_examples, minimum=1)
     check_range("noise", noise, 0.0, None)
@@ -428,6 +448,10 @@ def icl_inference(W, *, n_queries: int = 300, n_examples: int = 20, alpha: float
     Returns:
         dict with ``error``, ``per_query`` errors and ``row_condition`` (as in :func:`cot_inference`).
     """
+    check_array("W", W)
+    for name, value in (("d", d), ("n_trr", n_trr), ("n_tsr", n_tsr), ("n_steps", n_steps)):
+        check_int(name, value, minimum=1)
+    check_seed("seed", seed)
     check_int("n_queries", n_queries, minimum=1)
     check_int("n_examples", n_examples, minimum=1)
     tsr, idx, tokens, truth, row_ok = sample_test_prompts(n_queries, n_examples, alpha, tau, rho, mode, d, n_trr,

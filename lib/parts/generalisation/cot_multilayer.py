@@ -14,7 +14,12 @@ import numpy as np
 import torch
 
 from lib import curves
-from lib.config import check_device, check_int, check_positive
+from lib.config import (
+    check_device,
+    check_int,
+    check_positive,
+    check_seed,
+)
 from lib.data import prompts
 from lib.models.transformer import Transformer, TransformerConfig
 from lib.parts.generalisation.chain_of_thought import cot_training_batch, sample_test_prompts
@@ -28,6 +33,7 @@ def multilayer_cot_model(d: int, n_steps: int, *, d_model: int = 64, n_layers: i
     """The causal transformer of Fig 7.7: columns of ``2 d + K`` entries in, ``d`` out, strict causality (a
     column never attends to itself, as in eq. 7.2).
     """
+    check_seed("seed", seed)
     check_int("d", d, minimum=1)
     check_int("n_steps", n_steps, minimum=1)
     torch.manual_seed(seed)
@@ -61,6 +67,8 @@ def train_multilayer_cot(*, d: int = 30, n_patterns: int = 20, n_steps: int = 2,
         dict with ``checkpoints``, ``masses`` ``(n_ckpt, layers, heads, 4)`` (types as in
         ``chain_of_thought.TYPE_NAMES``), ``step`` and ``loss`` (at the checkpoints) and ``diverged``.
     """
+    check_int("n_examples", n_examples, minimum=1)
+    check_int("n_patterns", n_patterns, minimum=1)
     check_int("steps", steps, minimum=1)
     check_positive("lr", lr)
     check_int("n_test", n_test, minimum=1)

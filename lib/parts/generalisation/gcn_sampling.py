@@ -16,7 +16,17 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from lib.config import check_device, check_in, check_int, check_int_array, check_positive, check_range, check_seed
+from lib.config import (
+    check_array,
+    check_device,
+    check_in,
+    check_instance,
+    check_int,
+    check_int_array,
+    check_positive,
+    check_range,
+    check_seed,
+)
 from lib.graphs import sampling
 from lib.models.gcn import GCN3
 from lib.train import train
@@ -34,6 +44,10 @@ def sin_tanh_labels(A_hat: torch.Tensor, X: torch.Tensor, W_star: torch.Tensor, 
     Returns:
         Labels (N, K).
     """
+    check_array("A_hat", A_hat.coalesce().values() if getattr(A_hat, "is_sparse", False) else A_hat)
+    check_array("X", X)
+    check_array("W_star", W_star)
+    check_array("C_star", C_star)
     if X.dim() != 2 or W_star.dim() != 2 or C_star.dim() != 2:
         raise ValueError("X, W_star and C_star must be 2-d")
     if X.shape[1] != W_star.shape[0] or W_star.shape[1] != C_star.shape[0] or A_hat.shape[1] != X.shape[0]:
@@ -224,6 +238,10 @@ def sampling_spread(problem: dict, p_star, keeps, *, draws: int = 200, seed: int
         largest :math:`(N_l/S_l-1)\\,Lp^*_l\\psi_l`, the :math:`c_1\\mathrm{poly}(\\epsilon)` that (5.10) asks to
         be small) and ``inf_star`` (:math:`\\|A^*\\|_\\infty`).
     """
+    check_instance("problem", problem, dict)
+    check_array("p_star", p_star)
+    check_array("keeps", keeps)
+    check_seed("seed", seed)
     check_int("draws", draws, minimum=2)
     A, groups = problem["A"], problem["groups"]
     g = torch.Generator().manual_seed(seed)
@@ -283,6 +301,10 @@ def symmetric_spread(problem: dict, p_star, keeps, *, draws: int = 200, seed: in
         draws of the largest row sum of :math:`A^*` among the nodes the draw drops: a dropped node's row of
         :math:`A^s` is zero, so the distance is at least this), and ``inf_star`` (:math:`\\|A^*\\|_\\infty`).
     """
+    check_instance("problem", problem, dict)
+    check_array("p_star", p_star)
+    check_array("keeps", keeps)
+    check_seed("seed", seed)
     check_int("draws", draws, minimum=2)
     A, groups = problem["A"], problem["groups"]
     g = torch.Generator().manual_seed(seed)

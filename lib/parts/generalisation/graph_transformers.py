@@ -155,6 +155,8 @@ def winning_margin(spd, pattern, y, z: int) -> np.ndarray:
     Class-relevant nodes of a node of label +1 are the ``mu_1`` nodes (pattern 0), its confusion nodes the
     ``mu_2`` nodes (pattern 1), and the reverse for label -1.
     """
+    check_array("pattern", pattern)
+    check_array("y", y)
     spd = check_array("spd", spd, ndim=2)
     check_int("z", z, minimum=0)
     pattern = np.asarray(pattern)
@@ -170,6 +172,9 @@ def winning_margin(spd, pattern, y, z: int) -> np.ndarray:
 def normalised_margin(spd, pattern, y, zs) -> np.ndarray:
     """Fig B.5's normalised average winning margin: the mean over nodes of ``Delta_n(z) / |N_z^n|`` for each
     ``z`` in ``zs`` (nodes with an empty distance-``z`` set are left out; nan if every node is)."""
+    check_array("pattern", pattern)
+    check_array("y", y)
+    check_array("zs", zs)
     spd = check_array("spd", spd, ndim=2)
     zs = [int(z) for z in zs]
     for z in zs:
@@ -355,6 +360,7 @@ def train_gt_graphs(
         ``b_curve`` (R, K, Z), and ``diverged``, ``diverged_step`` (R,) from :func:`lib.train.train` (the members
         train as one summed loss, so they stop together; the curves end at that step; -1: no divergence).
     """
+    check_array("rows", rows)
     Ls, rows = check_members(Ls, rows, "Ls")
     check_bool("gcn", gcn)
     check_bool("pe", pe)
@@ -576,6 +582,7 @@ def graph_experiment(
 
 def loglog_exponent(x, y) -> float:
     """Least-squares slope of ``log y`` against ``log x`` over the finite positive pairs (nan if < 2)."""
+    check_array("y", y, finite=False)  # NaN/inf mark failed runs: left out below
     x = check_array("x", x, ndim=1)
     y = np.asarray(y, dtype=float)
     if y.shape != x.shape:

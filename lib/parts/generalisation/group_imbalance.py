@@ -13,7 +13,7 @@ import torch
 from scipy.optimize import linear_sum_assignment
 from scipy.special import expit
 
-from lib.config import check_array, check_int, check_int_array, check_positive, check_range
+from lib.config import check_array, check_instance, check_int, check_int_array, check_positive, check_range, check_seed
 from lib.data.gmm import GaussianMixture, gaussian_mixture, sample_mixture, teacher_probability
 from lib.models.one_hidden import cross_entropy_hessian, cross_entropy_risk, newton_critical_point
 
@@ -88,6 +88,7 @@ def gmm_step_size(gmm: GaussianMixture, c: float = 4.0) -> float:
         gmm: the mixture.
         c: positive constant (the thesis leaves it open).
     """
+    check_instance("gmm", gmm, GaussianMixture)
     check_positive("c", c)
     spec = np.sqrt(np.linalg.eigvalsh(gmm.covs)[:, -1])
     return float(c / np.sum(gmm.lambdas * (np.abs(gmm.means).max(1) + spec) ** 2))
@@ -105,6 +106,8 @@ def local_initialization(W_star: torch.Tensor, count: int, generator: torch.Gene
     Returns:
         Tensor of shape (..., count, d, K).
     """
+    check_array("W_star", W_star)
+    check_instance("generator", generator, torch.Generator)
     check_int("count", count, minimum=1)
     check_positive("eps", eps)
     shape = W_star.shape[:-2] + (count,) + W_star.shape[-2:]
@@ -116,6 +119,7 @@ def local_initialization(W_star: torch.Tensor, count: int, generator: torch.Gene
 
 def weight_spread(W: torch.Tensor) -> torch.Tensor:
     """V_W = sqrt(mean_m ‖W^(m) - W̄‖_F²) over the initialisation axis (-3) of W (..., M, d, K)."""
+    check_array("W", W)
     if W.ndim < 3:
         raise ValueError(f"W must have shape (..., M, d, K), got {tuple(W.shape)}")
     dev = W - W.mean(-3, keepdim=True)
@@ -172,6 +176,9 @@ def teacher_curvature(W_star: np.ndarray, gmm: GaussianMixture, n: int, rng: np.
     Returns:
         The dK eigenvalues in increasing order (NumPy array).
     """
+    check_array("W_star", W_star)
+    check_instance("gmm", gmm, GaussianMixture)
+    check_instance("rng", rng, np.random.Generator)
     X, _ = sample_mixture(gmm, n, rng)
     H = teacher_probability(W_star, X)
     Wt, Xt, Ht = (torch.tensor(a) for a in (W_star, X, H))
@@ -194,6 +201,9 @@ def asymptotic_excess(W_star: torch.Tensor, gmm: GaussianMixture, n: int, n_mc: 
     Returns:
         Array of shape W_star.shape[:-2] + (L,).
     """
+    check_array("W_star", W_star)
+    check_instance("gmm", gmm, GaussianMixture)
+    check_instance("rng", rng, np.random.Generator)
     check_int("n", n, minimum=1)
     check_int("n_mc", n_mc, minimum=1)
     Hs = []
@@ -222,6 +232,10 @@ def excess_risks(W: torch.Tensor, W_star: torch.Tensor, gmm: GaussianMixture, n_
     Returns:
         ``(average, groups)``: NumPy arrays of shapes W.shape[:-2] and W.shape[:-2] + (L,).
     """
+    check_array("W", W)
+    check_array("W_star", W_star)
+    check_instance("gmm", gmm, GaussianMixture)
+    check_instance("rng", rng, np.random.Generator)
     check_int("n_test", n_test, minimum=1)
     per = []
     for l in range(gmm.groups):
@@ -262,6 +276,8 @@ def draw_problems(gmms, K: int, n: int, draws: int, rng: np.random.Generator):
         ``(W_star, X, y)`` as torch float64 tensors of shapes (draws, d, K), (C, draws, n, d), (C, draws, n)
         with C the number of mixtures (no C axis for a single mixture).
     """
+    check_instance("gmms", gmms, (list, tuple, GaussianMixture))
+    check_instance("rng", rng, np.random.Generator)
     single = isinstance(gmms, GaussianMixture)
     gmms = [gmms] if single else list(gmms)
     check_int("K", K, minimum=1)
@@ -298,6 +314,8 @@ def local_uniqueness(gmm: GaussianMixture, K: int, n: int, draws: int, inits: in
     Returns:
         The fraction of successful draws.
     """
+    check_instance("gmm", gmm, GaussianMixture)
+    check_seed("seed", seed)
     check_int("inits", inits, minimum=2)
     check_positive("tol", tol)
     W, X, y = draw_problems(gmm, K, n, draws, np.random.default_rng(seed))
@@ -357,6 +375,9 @@ def score_moments(X, y, gmm: GaussianMixture, alpha=None, U=None) -> dict:
     Returns:
         dict with ``Q1`` (d,), ``Q2`` (d, d) and, when asked, ``Q3_IIa`` and ``Q3_UUU``.
     """
+    check_array("X", X)
+    check_array("y", y)
+    check_instance("gmm", gmm, GaussianMixture)
     X, y = np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64)
     if X.ndim != 2 or y.shape != X.shape[:1] or X.shape[1] != gmm.dim:
         raise ValueError(f"X must be (n, {gmm.dim}) and y (n,), got {X.shape}, {y.shape}")
@@ -437,6 +458,10 @@ def tensor_initialization(X, y, K: int, gmm: GaussianMixture, rng: np.random.Gen
     Returns:
         W0 of shape (d, K), columns in arbitrary order.
     """
+    check_array("X", X)
+    check_array("y", y)
+    check_instance("gmm", gmm, GaussianMixture)
+    check_instance("rng", rng, np.random.Generator)
     X, y = np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64)
     check_int("K", K, minimum=1, maximum=X.shape[1] if X.ndim == 2 else None)
     if X.ndim != 2 or len(X) < 3 or y.shape != (len(X),):

@@ -24,7 +24,16 @@ import math
 import numpy as np
 import torch
 
-from lib.config import check_array, check_device, check_in, check_int, check_positive, check_range, check_seed
+from lib.config import (
+    check_array,
+    check_device,
+    check_in,
+    check_instance,
+    check_int,
+    check_positive,
+    check_range,
+    check_seed,
+)
 from lib.data import prompts
 from lib.models.prune import neuron_mask
 from lib.models.shallow_attention import ShallowAttention
@@ -123,6 +132,7 @@ def ood_patterns(mu: torch.Tensor, a: float, b: float) -> torch.Tensor:
     Returns:
         ``(3, d_X)``.
     """
+    check_array("mu", mu)
     if not isinstance(mu, torch.Tensor) or mu.ndim != 2 or mu.shape[0] < 6:
         raise ValueError(f"mu must be a (M1 >= 6, d) tensor, got {getattr(mu, 'shape', mu)}")
     check_range("a", a, -1.0, 1.0)
@@ -153,6 +163,8 @@ def sample_icl_prompts(n: int, relevant: torch.Tensor, irrelevant: torch.Tensor,
         dict with ``X`` ``(n, l + 1, d_X + d_Y)``, ``z`` ``(n,)`` query labels ±1, ``pattern`` ``(n, l + 1)``
         relevant-pattern indices (query first) and ``same`` ``(n, l)`` (context shares the query's pattern).
     """
+    check_array("relevant", relevant)
+    check_array("irrelevant", irrelevant)
     check_int("n", n, minimum=1)
     check_int("length", length, minimum=1)
     check_range("alpha", alpha, 0.0, 1.0)
@@ -256,6 +268,10 @@ def lucky_neurons(model: ShallowAttention, X: torch.Tensor, z: torch.Tensor, d_x
     Returns:
         dict of ``(R, B, m)`` bool tensors: ``lucky`` and ``active`` (``W_O V^n > 0``).
     """
+    check_instance("model", model, ShallowAttention)
+    check_array("X", X)
+    check_array("z", z)
+    check_instance("valid", valid, (torch.Tensor, type(None)))
     if X.dim() != 4 or z.shape != X.shape[:2]:
         raise ValueError(f"X must be (R, B, l + 1, d) and z (R, B), got {tuple(X.shape)} and {tuple(z.shape)}")
     check_int("d_x", d_x, minimum=1, maximum=X.shape[-1] - 1)
@@ -313,6 +329,7 @@ def icl_metrics(model: ShallowAttention, configs: list[dict], *, n: int = 1000, 
     Returns:
         dict of ``(R,)`` numpy arrays ``hinge``, ``error``, ``mass``.
     """
+    check_instance("model", model, ShallowAttention)
     check_int("n", n, minimum=1)
     check_seed("seed", seed)
     if len(configs) != model.W_K.shape[0]:
@@ -352,6 +369,7 @@ def train_icl(configs: list[dict], *, m: int = 200, delta: float = 0.2, lr: floa
         loss per step), ``monitor_steps`` and ``monitor_hinge`` ``(n_records, R)``, and :func:`lib.train.train`'s
         ``diverged`` and ``diverged_step`` (the histories stop there).
     """
+    check_instance("configs", configs, (list, tuple))
     check_int("steps", steps, minimum=1)
     check_int("batch", batch, minimum=1)
     check_positive("lr", lr)
@@ -392,6 +410,7 @@ def train_icl(configs: list[dict], *, m: int = 200, delta: float = 0.2, lr: floa
 
 def neuron_rows(model: ShallowAttention) -> torch.Tensor:
     """The rows ``r_i`` of ``W_O W_V`` (Theorem 6.3.7): ``(R, m, d_X + d_Y)``."""
+    check_instance("model", model, ShallowAttention)
     return (model.W_O @ model.W_V).detach()
 
 
@@ -427,6 +446,7 @@ def pruning_curve(model: ShallowAttention, config: dict, rates, method: str = "m
     Returns:
         dict with ``rates``, ``hinge`` and ``error`` (numpy, one entry per rate).
     """
+    check_instance("model", model, ShallowAttention)
     rates = check_array("rates", rates, ndim=1)
     if rates.ndim != 1 or len(rates) == 0 or np.any(rates < 0) or np.any(rates > 1):
         raise ValueError(f"rates must be a non-empty 1-d array in [0, 1], got {rates}")
@@ -455,6 +475,7 @@ def pruning_curve(model: ShallowAttention, config: dict, rates, method: str = "m
 
 def one_run(model: ShallowAttention, run: int = 0) -> ShallowAttention:
     """A one-run copy of run ``run`` of ``model`` (a model of :func:`icl_model`)."""
+    check_instance("model", model, ShallowAttention)
     check_int("run", run, minimum=0, maximum=model.W_K.shape[0] - 1)
     m, d = model.W_O.shape[1], model.W_K.shape[1]
     one = ShallowAttention(1, d, m, d_v=model.W_V.shape[1], readout="first")
@@ -481,6 +502,9 @@ def baseline_errors(X: torch.Tensor, z: torch.Tensor, length: int, methods=BASEL
     Returns:
         dict method -> error (float).
     """
+    check_array("X", X)
+    check_array("z", z)
+    check_int("d_x", d_x, minimum=1)
     from sklearn.linear_model import LogisticRegression
     from sklearn.neighbors import KNeighborsClassifier
     from sklearn.svm import SVC
@@ -541,6 +565,9 @@ def train_icl_gpt(train_config: dict, tests: list[dict], *, d_model: int = 64, n
         dict with ``error`` (numpy, one per test; NaN if the training diverged), ``loss`` (training loss at the
         recorded steps), and :func:`lib.train.train`'s ``diverged`` and ``diverged_step``.
     """
+    check_instance("train_config", train_config, dict)
+    check_instance("tests", tests, (list, tuple))
+    check_int("batch", batch, minimum=1)
     check_int("d_model", d_model, minimum=2)
     check_int("steps", steps, minimum=1)
     check_int("n_test", n_test, minimum=1)

@@ -41,6 +41,8 @@ def boundary_exponent(xs, success, Ns, predicted: float, *, competing=None, what
     (the rule), ``preconditions`` (for :func:`lib.claims.record`), ``fit`` (or None), ``boundaries`` and
     ``measured`` (a sentence with the boundaries and the fitted exponent).
     """
+    check_int("n_boot", n_boot, minimum=1)
+    check_int("min_points", min_points, minimum=2)
     xs = check_array("xs", xs, ndim=1, positive=True)
     check_int("min_points", min_points, minimum=3)
     b = seed_boundaries(success, Ns)

@@ -14,7 +14,17 @@ import numpy as np
 import torch
 from torch.func import functional_call
 
-from lib.config import check_array, check_device, check_finite, check_in, check_int, check_positive
+from lib.config import (
+    check_array,
+    check_device,
+    check_finite,
+    check_in,
+    check_instance,
+    check_int,
+    check_positive,
+    check_range,
+    check_seed,
+)
 from lib.data.tokens import pattern_bank, pattern_sequences
 from lib.models.shallow_attention import ShallowAttention, attention_mass
 from lib.success import check_members, success_map
@@ -23,6 +33,9 @@ from lib.success import check_members, success_map
 def vit_init(runs: int, d: int, kappa: float, delta: float, sigma: float, gen: torch.Generator):
     """The initial ``(W_K, W_Q)`` and ``W_V`` of the chapter: ``kappa (I + delta G / sqrt d)`` and
     ``I + sigma G' / sqrt d`` (our non-degenerate reading of the thesis's ``delta^2 I / c_0^2``)."""
+    check_int("runs", runs, minimum=1)
+    check_int("d", d, minimum=1)
+    check_instance("gen", gen, torch.Generator)
     check_positive("kappa", kappa)
     check_positive("delta", delta, allow_zero=True)
     check_positive("sigma", sigma, allow_zero=True)
@@ -47,6 +60,7 @@ def make_data(seeds, n_train: int, n_test: int, cfg: dict, alpha_star: float, al
         dict with ``X, y, rel, idx, noise`` (training) and ``Xt, yt, relt, idxt, noiset`` (test); ``idx`` holds
         each token's pattern and ``noise`` marks the high-noise tokens ``(R, n, L)``.
     """
+    check_array("seeds", seeds)
     check_int("n_train", n_train, minimum=1)
     check_int("n_test", n_test, minimum=1)
     if noisy is not None:
@@ -107,6 +121,8 @@ def keep_mask(idx, noise, kind: str, count: int, rng=None) -> torch.Tensor:
     Returns:
         boolean ``(n, L)``, True where the token is kept.
     """
+    check_array("idx", idx)
+    check_array("noise", noise)
     check_in("kind", kind, REMOVALS)
     idx, noise = torch.as_tensor(idx), torch.as_tensor(noise, dtype=torch.bool)
     if idx.dim() != 2 or noise.shape != idx.shape:
@@ -168,6 +184,7 @@ def train_vit(
         ``test_curve``, ``mass`` (R, K) (test attention mass on the label-relevant tokens), ``diverged`` (R,),
         ``A`` (R, L, L) final test attention of one sample, and ``idx`` its pattern ids.
     """
+    check_int("n_remove", n_remove, minimum=0)
     Ns, seeds = check_members(Ns, seeds, "Ns")
     steps = cfg["steps"] if steps is None else steps
     check_int("steps", steps, minimum=1)
@@ -389,6 +406,7 @@ def token_noise(cfg: dict, alpha_star: float, alpha_hash: float, n: int = 2000, 
     Returns:
         dict with the ``mean`` and ``max`` distance and ``kappa``, the minimum distance between patterns.
     """
+    check_seed("seed", seed)
     check_int("n", n, minimum=1)
     P = pattern_bank(cfg["M"], cfg["d"], rng=0)
     g = np.random.default_rng([7000, int(seed)])
@@ -404,6 +422,8 @@ def thm1_hypotheses(cfg: dict, alpha_star: float, alpha_hash: float, tau: float)
     ``tau``, as ``{description with the numbers: held}`` (the preconditions of a claim):
     ``tau < kappa / 4`` (Eq. 2.5, ``kappa = sqrt 2`` for orthonormal patterns), ``tau <= min(sigma, delta)``
     and Eq. 2.8, ``alpha_* >= alpha_# / (exp(-(delta + tau)) (1 - (sigma + tau)))``."""
+    check_range("alpha_star", alpha_star, 0, 1)
+    check_range("alpha_hash", alpha_hash, 0, 1)
     check_positive("tau", tau, allow_zero=True)
     kappa, sigma, delta = math.sqrt(2.0), float(cfg["sigma"]), float(cfg["delta"])
     denom = math.exp(-(delta + tau)) * (1.0 - (sigma + tau))

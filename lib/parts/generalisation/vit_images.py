@@ -23,7 +23,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from lib.config import check_array, check_device, check_int, check_positive
+from lib.config import (
+    check_array,
+    check_device,
+    check_instance,
+    check_int,
+    check_positive,
+)
 from lib.train import train_stacked
 
 CANVAS = 20  # side of the composite image
@@ -36,6 +42,7 @@ N_BACKGROUND = N_TOKENS - N_DIGIT_TOKENS
 
 def alpha_star(n_removed):
     """Fraction of label-relevant tokens left after removing ``n_removed`` background tokens: ``16/(25-r)``."""
+    check_array("n_removed", n_removed)
     r = np.asarray(n_removed, dtype=float)
     if np.any(r < 0) or np.any(r > N_BACKGROUND) or np.any(r != np.round(r)):
         raise ValueError(f"n_removed must be integers in 0..{N_BACKGROUND}, got {n_removed!r}")
@@ -61,6 +68,7 @@ def compose_images(digits, photo, rng) -> tuple[np.ndarray, np.ndarray]:
     Returns:
         ``images`` ``(n, 20, 20)`` and ``relevant`` ``(n, 25)``: True for the 16 tokens covered by the digit.
     """
+    check_instance("rng", rng, np.random.Generator)
     digits = check_array("digits", digits)
     photo = np.asarray(photo, dtype=bool)
     if digits.ndim != 3 or digits.shape[1:] != (8, 8):
@@ -98,6 +106,7 @@ def patchify(images) -> np.ndarray:
 
 def removal_mask(relevant, n_removed: int, rng) -> np.ndarray:
     """Kept tokens ``(n, 25)`` after removing ``n_removed`` of each sample's background tokens at random."""
+    check_instance("rng", rng, np.random.Generator)
     relevant = np.asarray(relevant, dtype=bool)
     if relevant.ndim != 2:
         raise ValueError(f"relevant must have shape (n, T), got {relevant.shape}")
@@ -112,6 +121,7 @@ def removal_mask(relevant, n_removed: int, rng) -> np.ndarray:
 def digits_by_class(classes) -> tuple[np.ndarray, np.ndarray]:
     """The scikit-learn digits of the given classes: ``(n, 8, 8)`` raw images and labels ``0..len(classes)-1``
     (in the order of ``classes``)."""
+    check_array("classes", classes)
     from sklearn.datasets import load_digits
 
     classes = [int(c) for c in classes]
@@ -266,6 +276,8 @@ def accuracy_map(removals, Ns, seeds, *, arch: dict, steps: int, lr: float, batc
     Returns:
         dict with ``acc`` ``(n_removals, n_N, n_seeds)``, ``alpha`` ``(n_removals,)`` and ``diverged``.
     """
+    check_array("removals", removals)
+    check_array("classes", classes)
     removals = [int(r) for r in removals]
     alpha = alpha_star(removals)
     _check_grid(Ns, seeds)

@@ -29,6 +29,7 @@ from lib.config import (
     check_array,
     check_device,
     check_in,
+    check_instance,
     check_int,
     check_int_array,
     check_positive,
@@ -155,6 +156,7 @@ def spectral_partition(edge, n: int, method: str) -> np.ndarray:
     eigenvector of the second largest eigenvalue of :math:`A`, ``"bethe"`` that of the second smallest eigenvalue
     of the Bethe Hessian :math:`H(\\sqrt c)` (Saade et al.), with :math:`c` the graph's mean degree. Returns an int64
     array of shape ``(n,)`` in ``{0, 1}``."""
+    check_array("edge", edge)
     check_int("n", n, minimum=2)
     check_in("method", method, SPECTRAL_METHODS)
     A = _block_adjacency([edge], n)
@@ -173,6 +175,8 @@ def spectral_partition(edge, n: int, method: str) -> np.ndarray:
 
 def spectral_overlaps(edges, labels, n: int, method: str) -> np.ndarray:
     """Overlap of :func:`spectral_partition` on each graph: float array of shape ``(G,)``."""
+    check_instance("edges", edges, (list, tuple, np.ndarray))
+    check_int("n", n, minimum=1)
     labels = np.asarray(labels)
     if labels.shape != (len(edges), n):
         raise ValueError(f"labels must have shape ({len(edges)}, {n}), got {labels.shape}")
@@ -413,6 +417,8 @@ def linear_readout_overlap(features: np.ndarray, labels: np.ndarray, k: int, see
 def bethe_spectra(edge, n: int) -> dict:
     """Eigen-decompositions of one graph's :math:`A` and :math:`H(\\sqrt c)` (dense, for the chapter's widget):
     dict with ``"A"`` and ``"H"`` -> (eigenvalues ascending ``(n,)``, eigenvectors ``(n, n)``) and ``"c"``."""
+    check_array("edge", edge)
+    check_int("n", n, minimum=1)
     check_int("n", n, minimum=2)
     A = _block_adjacency([edge], n).toarray()
     d = A.sum(axis=1)

@@ -21,7 +21,7 @@ from math import comb
 import networkx as nx
 import numpy as np
 
-from lib.config import check_int, check_int_array
+from lib.config import check_array, check_instance, check_int, check_int_array
 from lib.graphs.equivalence import equivalence_classes
 from lib.graphs.generators import full_mary_tree, tree_labellings
 from lib.graphs.operators import adjacency, propagate
@@ -79,6 +79,8 @@ def lemma_a6_bound(m: int, K: int) -> int:
 def tree_walk_counts(m: int, K: int, labels: np.ndarray, pattern) -> np.ndarray:
     """:math:`|\\mathcal W_k(T^{[\\rm root]};(x_1,\\dots,x_k))|` for every labelling (rows of ``labels``, shape
     ``(N, n)``) of the full ``m``-ary depth-``K`` tree, walks in the tree as a graph (backtracking allowed)."""
+    check_array("labels", labels)
+    check_array("pattern", pattern)
     check_int("m", m, minimum=1)
     check_int("K", K, minimum=0)  # named here, not as the helper's depth
     T = full_mary_tree(m, K)
@@ -128,6 +130,8 @@ def product_operator(A, X) -> np.ndarray:
     Returns:
         float64 array of the shape of ``X``.
     """
+    check_array("A", A.data if hasattr(A, "tocsr") else A, nonempty=not hasattr(A, "tocsr"))  # sparse too
+    check_array("X", X)
     if not hasattr(A, "shape") or len(A.shape) != 2 or A.shape[0] != A.shape[1]:
         raise ValueError(f"A must be a square (n, n) matrix, got shape {getattr(A, 'shape', None)}")
     X = np.asarray(X, dtype=np.float64)
@@ -138,6 +142,8 @@ def product_operator(A, X) -> np.ndarray:
 
 def per_class_spread(outer: np.ndarray, inner: np.ndarray) -> np.ndarray:
     """For every class of ``outer`` (integer keys, shape (N,)), the number of distinct ``inner`` values in it."""
+    check_array("outer", outer)
+    check_array("inner", inner)
     pairs = np.unique(np.stack([np.asarray(outer), np.asarray(inner)], axis=1), axis=0)
     _, counts = np.unique(pairs[:, 0], return_counts=True)
     return counts
@@ -152,6 +158,7 @@ def rooted_class_counts(G, Ks) -> list[tuple[int, int]]:
 
 def tree_layout(T) -> dict:
     """Positions for drawing a rooted tree (root 0 on top, levels from the ``"level"`` attribute or BFS)."""
+    check_instance("T", T, nx.Graph)
     depth = nx.single_source_shortest_path_length(T, 0)
     by_level: dict[int, list] = {}
     for v in sorted(T.nodes, key=lambda v: (depth[v], v)):
@@ -165,6 +172,10 @@ def tree_layout(T) -> dict:
 
 def draw_labelled_tree(ax, T, x, *, colours=("tab:blue", "tab:green"), title: str = "", pos=None) -> None:
     """Draw a rooted tree with nodes coloured by binary features ``x`` (shape (n,) or (n, 1))."""
+    from matplotlib.axes import Axes
+    check_instance("ax", ax, Axes)
+    check_instance("T", T, nx.Graph)
+    check_array("x", x)
     x = np.asarray(x).reshape(-1)
     pos = tree_layout(T) if pos is None else pos
     nx.draw_networkx_edges(T, pos, ax=ax, edge_color="0.5")
@@ -176,6 +187,10 @@ def draw_labelled_tree(ax, T, x, *, colours=("tab:blue", "tab:green"), title: st
 
 def draw_graph_rooted(ax, G, root: int, *, title: str = "", pos=None) -> None:
     """Draw a graph with its root node highlighted."""
+    from matplotlib.axes import Axes
+    check_instance("ax", ax, Axes)
+    check_instance("G", G, nx.Graph)
+    check_int("root", root, minimum=0)
     pos = nx.circular_layout(G) if pos is None else pos
     nx.draw_networkx_edges(G, pos, ax=ax, edge_color="0.5")
     cols = ["tab:red" if v == root else "0.85" for v in G.nodes]
@@ -187,6 +202,9 @@ def draw_graph_rooted(ax, G, root: int, *, title: str = "", pos=None) -> None:
 
 def draw_aggregation_tree(ax, T, *, title: str = "") -> None:
     """Draw a rooted aggregation tree from :func:`lib.graphs.wl.aggregation_tree` (labels: the graph nodes)."""
+    from matplotlib.axes import Axes
+    check_instance("ax", ax, Axes)
+    check_instance("T", T, nx.Graph)
     U = T.to_undirected()
     pos = tree_layout(U)
     nx.draw_networkx_edges(U, pos, ax=ax, edge_color="0.5")

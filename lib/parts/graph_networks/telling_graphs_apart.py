@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import networkx as nx
 import numpy as np
 
-from lib.config import check_array, check_in, check_int, check_positive, check_seed
+from lib.config import check_array, check_bool, check_in, check_instance, check_int, check_positive, check_seed
 from lib.graphs import equivalence, operators, wl
 
 #: Operators of the widget and the separation table: name -> function of the graph.
@@ -37,6 +37,7 @@ def walk_counts(G, K: int) -> np.ndarray:
 def lemma_a9_identities(w: np.ndarray) -> dict[str, np.ndarray]:
     """The identities (A.30)-(A.32) of Lemma A.9 for walk counts ``w`` of shape ``(K+1, 14)`` of the graph G of
     Fig 2.1 (thesis node i is column i-1): one boolean per k."""
+    check_array("w", w)
     if np.ndim(w) != 2 or np.shape(w)[1] != 14:
         raise ValueError(f"w must have shape (K+1, 14), got {np.shape(w)}")
     c = lambda i: w[:, i - 1]  # noqa: E731
@@ -48,6 +49,7 @@ def lemma_a9_identities(w: np.ndarray) -> dict[str, np.ndarray]:
 def depth2_tree(G, node: int) -> tuple[int, ...]:
     """The depth-2 aggregation tree of ``node`` (identical features) as the multiset of its children's degrees,
     sorted in decreasing order (the thesis's notation in appendix A.10)."""
+    check_instance("G", G, nx.Graph)
     check_int("node", node, minimum=0, maximum=G.number_of_nodes() - 1)
     return tuple(sorted((G.degree(j) for j in G.adj[node]), reverse=True))
 
@@ -76,6 +78,8 @@ def multiset_gap(rows1: np.ndarray, rows2: np.ndarray, decimals: int = 9) -> flo
 def first_separating_power(G1, G2, operator: str, K: int, tol: float = 1e-9) -> tuple[int | None, float]:
     """The smallest k such that the GA-MLP features :math:`(\\omega^j\\mathbf 1)_{j\\le k}` of the two graphs differ
     as multisets (gap above ``tol``), or None up to ``K``; and the gap at ``K``."""
+    check_instance("G1", G1, nx.Graph)
+    check_instance("G2", G2, nx.Graph)
     check_positive("tol", tol)
     s1, s2 = operator_stack(G1, operator, K), operator_stack(G2, operator, K)
     first, gap = None, 0.0
@@ -119,6 +123,7 @@ def prop22_keys(graphs: Sequence, alpha: int) -> list:
     """Graph keys of the GA-MLP with :math:`\\Omega=\\{D, AD^{-\\alpha}\\}` on constant features: the multiset of
     node rows :math:`(d_i, \\sum_{j\\in\\mathcal N(i)} d_j^{-\\alpha})` (Eqs. A.9-A.10), exact (integer ``alpha``,
     sums scaled by :math:`\\mathrm{lcm}(1..n-1)^\\alpha`). Equal keys iff no such GA-MLP separates the graphs."""
+    check_instance("graphs", graphs, (list, tuple))
     check_int("alpha", alpha, minimum=0)
     keys = []
     for G in graphs:
@@ -143,6 +148,7 @@ def algorithm1_keys(graphs: Sequence) -> list:
     :math:`\\gamma_i=\\{d_j: j\\in\\mathcal N(i), d_j>\\bar d\\}` and the graph the multiset
     :math:`F(G)=\\{\\gamma_i\\}`. Isomorphic graphs get equal keys; Lemma A.5 says that almost all graphs get a key
     no non-isomorphic graph shares. Every graph needs :math:`r\\le n` (``n >= 10``)."""
+    check_instance("graphs", graphs, (list, tuple))
     keys = []
     for G in graphs:
         n = G.number_of_nodes()
@@ -162,6 +168,7 @@ def class_counts(graphs: Sequence, Ks: Sequence[int], *, alpha: int | None = Non
     ``prop22`` (the GA-MLP on :math:`\\{D, AD^{-\\alpha}\\}`) when ``alpha`` is given, ``alg1`` (the keys of
     :func:`algorithm1_keys`) when ``algorithm1``; also ``exact_fraction`` of each: the share of graphs whose class
     holds only graphs isomorphic to them."""
+    check_bool("algorithm1", algorithm1)
     graphs = list(graphs)
     if isinstance(Ks, (str, bytes)) or not hasattr(Ks, "__iter__"):
         raise ValueError(f"Ks must be a sequence of integers, got {Ks!r}")
@@ -196,6 +203,7 @@ def class_counts(graphs: Sequence, Ks: Sequence[int], *, alpha: int | None = Non
 
 def shared_classes(graphs: Sequence, K: int, model: str = "gnn") -> list[list[int]]:
     """Indices of the graphs that share a class with another graph after depth ``K`` (the WL-hard groups)."""
+    check_instance("graphs", graphs, (list, tuple))
     keys = equivalence.graph_keys(list(graphs), K, model)
     groups: dict = {}
     for i, k in enumerate(keys):
@@ -210,6 +218,8 @@ def word_features(G, ops: dict, max_len: int) -> dict[tuple, tuple]:
     """For every word :math:`w=(o_1,\\dots,o_l)`, ``l <= max_len``, over the integer operators ``ops`` (name ->
     sparse matrix of ``G``), the exact vector :math:`o_1\\cdots o_l\\mathbf 1` as a tuple: the features of a GA-MLP
     whose :math:`\\Omega` holds all these products."""
+    check_instance("G", G, nx.Graph)
+    check_instance("ops", ops, dict)
     check_int("max_len", max_len, minimum=0)
     n = G.number_of_nodes()
     out = {(): tuple([1] * n)}
@@ -227,6 +237,9 @@ def word_features(G, ops: dict, max_len: int) -> dict[tuple, tuple]:
 def power_graph_check(G1, G2, operator_sets: dict, max_len: int = 3) -> dict[str, bool]:
     """For each named operator set (name -> function ``G -> {op name: sparse int matrix}``): do the GA-MLP
     features of all words up to ``max_len`` separate ``G1`` and ``G2`` (multisets of node rows differ)?"""
+    check_instance("G1", G1, nx.Graph)
+    check_instance("G2", G2, nx.Graph)
+    check_instance("operator_sets", operator_sets, dict)
     out = {}
     for name, build in operator_sets.items():
         rows = []
@@ -253,6 +266,13 @@ def draw_values(ax, G, pos, values, *, cmap="viridis", vmin=None, vmax=None, lab
                 node_size=260, font_size=7):
     """Draw ``G`` at ``pos`` with node colours from ``values`` (a colour map, or ``tab20`` categories when
     ``categorical``) and node ``labels`` (default: thesis numbering 1..n). Returns the node collection."""
+    from matplotlib.axes import Axes
+    check_instance("ax", ax, Axes)
+    check_instance("G", G, nx.Graph)
+    check_array("values", values, finite="some")
+    check_positive("node_size", node_size)
+    check_positive("font_size", font_size)
+    check_bool("categorical", categorical)
     import matplotlib.pyplot as plt
 
     values = np.asarray(values)
@@ -273,5 +293,6 @@ def draw_values(ax, G, pos, values, *, cmap="viridis", vmin=None, vmax=None, lab
 
 def wl_palette_colours(graphs: Sequence, rounds: int) -> list[np.ndarray]:
     """WL colours of ``graphs`` after ``rounds`` rounds, one shared palette (for drawing)."""
+    check_instance("graphs", graphs, (list, tuple))
     check_int("rounds", rounds, minimum=0)
     return wl.wl_colours(list(graphs), None, rounds)[rounds]

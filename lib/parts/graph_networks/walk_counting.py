@@ -20,10 +20,18 @@ from __future__ import annotations
 import math
 from math import comb
 
+import networkx as nx
 import numpy as np
 import torch
 
-from lib.config import check_device, check_in, check_int, check_positive, check_seed
+from lib.config import (
+    check_device,
+    check_in,
+    check_instance,
+    check_int,
+    check_positive,
+    check_seed,
+)
 from lib.graphs.operators import adjacency, augmented_adjacency, propagate
 from lib.graphs.walks import attributed_walk_counts
 from lib.models.gnn import GIN, edge_index_of
@@ -44,6 +52,7 @@ def parity_features(n: int) -> np.ndarray:
 def blue_walk_labels(G, length: int) -> np.ndarray:
     """Number of walks of ``length`` steps from every node whose nodes, the start included, are all blue under
     :func:`parity_features` (int64, shape ``(n,)``)."""
+    check_instance("G", G, nx.Graph)
     check_int("length", length, minimum=0)
     X = parity_features(G.number_of_nodes())
     return attributed_walk_counts(G, X, [(1, 0)] * length, start=(1, 0))
@@ -70,6 +79,7 @@ def split_nodes(n: int, rule: str, n_train: int, seed: int = 0) -> np.ndarray:
 def gamlp_design(G, operator: str, K: int) -> np.ndarray:
     """GA-MLP input :math:`[X, \\omega X, \\dots, \\omega^K X]` of the parity features, shape ``(n, 2(K+1))``
     (float64, not yet standardised); ``operator`` is ``"A"`` or ``"A1"`` (:math:`\\tilde A_{(1)}`)."""
+    check_instance("G", G, nx.Graph)
     check_in("operator", operator, GAMLP_OPERATORS)
     check_int("K", K, minimum=0)
     X = parity_features(G.number_of_nodes()).astype(np.float64)
@@ -107,6 +117,7 @@ def fit_counting_model(G, length: int, model: str, *, mask: np.ndarray, width: i
         dict with ``train`` and ``test`` relative MSE (MSE / label variance of the split), ``pred`` (n,),
         ``loss`` (the training-loss history, standardised units), ``diverged`` and ``diverged_step``.
     """
+    check_instance("G", G, nx.Graph)
     check_in("model", model, ("gin", "gamlp-A", "gamlp-A1"))
     check_int("length", length, minimum=1)
     check_int("width", width, minimum=1)
@@ -172,6 +183,7 @@ def handset_gin(G, length: int) -> GIN:
     diagonal of :math:`b`), so :math:`c^{(t)}=(BA+MI)^tb` and the linear JK readout
     :math:`\\sum_t\\binom{L}{t}(-M)^{L-t}c^{(t)}=(BA)^Lb` is the count. Exact while the values stay below
     :math:`2^{53}`."""
+    check_instance("G", G, nx.Graph)
     check_int("length", length, minimum=1)
     n = G.number_of_nodes()
     dmax = max((d for _, d in G.degree()), default=0)
@@ -207,6 +219,7 @@ def handset_gin(G, length: int) -> GIN:
 
 def handset_counts(G, length: int) -> np.ndarray:
     """Outputs of :func:`handset_gin` on ``G`` with the parity features, rounded to int64 (shape ``(n,)``)."""
+    check_instance("G", G, nx.Graph)
     gin = handset_gin(G, length)
     x = torch.as_tensor(parity_features(G.number_of_nodes()), dtype=torch.float64)
     with torch.no_grad():

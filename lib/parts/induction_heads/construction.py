@@ -23,7 +23,16 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from lib.config import check_array, check_callable, check_finite, check_int, check_positive, check_shape
+from lib.config import (
+    check_array,
+    check_callable,
+    check_finite,
+    check_instance,
+    check_int,
+    check_positive,
+    check_seed,
+    check_shape,
+)
 from lib.models.transformer import Transformer, TransformerConfig
 
 
@@ -48,6 +57,8 @@ def ih2_target(X: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
 
     Args: ``X`` ``(B, L, d)`` with ``L >= 3``, ``W`` ``(d, d)``. Returns ``(B, d)``.
     """
+    check_array("X", X)
+    check_array("W", W)
     return ihn_target(X, W, 2)
 
 
@@ -57,6 +68,8 @@ def ihn_target(X: torch.Tensor, W: torch.Tensor, n: int) -> torch.Tensor:
 
     Args: ``X`` ``(B, L, d)`` with ``L > n``, ``W`` ``((n-1)d, (n-1)d)``, ``n >= 2``. Returns ``(B, d)``.
     """
+    check_array("X", X)
+    check_array("W", W)
     _check_X(X)
     check_int("n", n, minimum=2)
     B, L, d = X.shape
@@ -77,6 +90,8 @@ def gih_target(X: torch.Tensor, g, n: int = 2) -> torch.Tensor:
             (earlier patches), returning scores ``(B, S)``.
     Returns ``(B, d)``.
     """
+    check_array("X", X)
+    check_callable("g", g)
     _check_X(X)
     check_int("n", n, minimum=2)
     if X.shape[1] <= n:
@@ -116,6 +131,8 @@ def build_vanilla_ih(W: torch.Tensor, p: float, dtype=torch.float64) -> Transfor
 
     Args: ``W`` ``(d, d)`` the similarity matrix ``W*``; ``p > 0`` the layer-1 slope ``p^{(1,1)}``.
     """
+    check_array("W", W)
+    check_positive("p", p)
     if not torch.is_tensor(W) or W.ndim != 2 or W.shape[0] != W.shape[1]:
         raise ValueError(f"W must be a square (d, d) tensor, got {getattr(W, 'shape', type(W))}")
     check_positive("p", p, allow_zero=True)
@@ -137,6 +154,8 @@ def build_vanilla_ih(W: torch.Tensor, p: float, dtype=torch.float64) -> Transfor
 def run_last(model: Transformer, X: torch.Tensor, n: int = 2) -> torch.Tensor:
     """``TF_{-1}(X)``: the last output token of a hand-built model, with the layer-2 keys ``s < n`` masked.
     ``X`` ``(B, L, d)`` -> ``(B, d)``."""
+    check_instance("model", model, Transformer)
+    check_array("X", X)
     _check_X(X)
     L = X.shape[1]
     out = model(X.to(next(model.parameters()).dtype), key_masks=[None, key_mask(L, n)])
@@ -153,6 +172,8 @@ def thm41_bound(W, p) -> np.ndarray:
 
 def sup_error(a: torch.Tensor, b: torch.Tensor) -> float:
     """``max_batch ||a - b||_inf`` for ``(B, d)`` tensors (the norm of Eq. 5 with ``p = inf`` on a sample)."""
+    check_array("a", a)
+    check_array("b", b)
     if a.shape != b.shape:
         raise ValueError(f"a and b must have the same shape, got {tuple(a.shape)} and {tuple(b.shape)}")
     return float((a - b).abs().amax())
@@ -160,6 +181,8 @@ def sup_error(a: torch.Tensor, b: torch.Tensor) -> float:
 
 def rms_error(a: torch.Tensor, b: torch.Tensor) -> float:
     """``(mean_batch ||a - b||_inf^2)^{1/2}`` for ``(B, d)`` tensors (the norm of Eq. 5 with ``p = 2``)."""
+    check_array("a", a)
+    check_array("b", b)
     if a.shape != b.shape:
         raise ValueError(f"a and b must have the same shape, got {tuple(a.shape)} and {tuple(b.shape)}")
     return float(((a - b).abs().amax(dim=-1) ** 2).mean().sqrt())
@@ -178,6 +201,7 @@ def in_context_bigram(tokens: torch.Tensor, V: int):
     Args: ``tokens`` ``(B, L)`` int. Returns ``P`` ``(B, V)``, ``Q`` ``(B, V)`` and ``k`` ``(B,)`` (``P = 0``
     where ``k = 0``).
     """
+    check_array("tokens", tokens)
     if not torch.is_tensor(tokens) or tokens.ndim != 2:
         raise ValueError("tokens must be an integer tensor of shape (B, L)")
     check_int("V", V, minimum=1)
@@ -270,6 +294,9 @@ def build_ihn(W: torch.Tensor, n: int, betas: list, alphas: list, d: int, dtype=
             of the group approximating lag ``i`` (e.g. from :func:`fit_delay_kernel`).
         d: token dimension.
     """
+    check_array("W", W)
+    check_instance("betas", betas, (list, tuple))
+    check_instance("alphas", alphas, (list, tuple))
     check_int("n", n, minimum=2)
     check_int("d", d, minimum=1)
     if len(betas) != n - 1 or len(alphas) != n - 1:
@@ -309,6 +336,8 @@ def layer1_copy_error(model: Transformer, X: torch.Tensor, n: int) -> float:
     """``eps_SA^(1)`` of the proof of Thm 4.3: ``sup_{s >= n} ||x_s^(1) - (x_s; x_{s-1}; ..;
     x_{s-n+1})||_inf``
     for the layer-1 output of :func:`build_ihn` / :func:`build_vanilla_ih` on ``X`` ``(B, L, d)``."""
+    check_instance("model", model, Transformer)
+    check_array("X", X)
     _check_X(X)
     check_int("n", n, minimum=2)
     B, L, d = X.shape
@@ -405,6 +434,12 @@ def relu_features_fit(f, M: int, low: float = -1.0, high: float = 1.0, rng=0, n_
     ``max_err`` (the
     sup error on the fit points).
     """
+    check_callable("f", f)
+    check_finite("low", low)
+    check_finite("high", high)
+    check_positive("ridge", ridge)
+    if not isinstance(rng, np.random.Generator):
+        check_seed("rng", rng)
     check_int("M", M, minimum=1)
     check_int("n_fit", n_fit, minimum=2)
     check_positive("ridge", ridge, allow_zero=True)
@@ -432,6 +467,10 @@ def build_gih2(P: POD, K: int, M: int, p: float = 12.0, rng=0, dtype=torch.float
     score is ``g_hat_K(x_L, y_s) = sum_k sigma_k phi_hat_k(x_L) psi_hat_k(y_s)``; value ``x_s``; read-out
     ``x``.
     """
+    check_instance("P", P, POD)
+    check_positive("p", p)
+    if not isinstance(rng, np.random.Generator):
+        check_seed("rng", rng)
     check_int("K", K, minimum=1, maximum=len(P.sigma))
     check_int("M", M, minimum=2 * K)
     check_positive("p", p, allow_zero=True)
@@ -491,6 +530,7 @@ def best_bilinear_fit(P: POD) -> dict:
     product of the
     raw tokens cannot represent any of ``g``'s retrieval preferences.
     """
+    check_instance("P", P, POD)
     u, v = np.meshgrid(P.nodes, P.nodes, indexing="ij")
     w = np.outer(P.weights, P.weights)
     G = np.asarray(P.g(u, v), float)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lib.config import check_bool, check_finite, check_int, check_positive
+from lib.config import check_array, check_bool, check_finite, check_instance, check_int, check_positive
 from lib.flows import integrate_flow
 from lib.parts.induction_heads.four_phases import (
     FourPhaseResult,
@@ -24,6 +24,8 @@ from lib.parts.induction_heads.four_phases import (
 # ------------------------------------------------------------------------------------------ phase IV, Lyapunov
 def lyapunov_g4(p, g, alpha_star: float):
     """``G(u, v) = (u^2 + v^2)/2`` with ``u = e^{-p}``, ``v = u g* + g* - g`` (App. C.1, 4-gram head)."""
+    check_array("p", p, finite=False)
+    check_array("g", g, finite=False)
     g_star, _ = targets_star(alpha_star)
     u = np.exp(-np.asarray(p, dtype=float))
     v = u * g_star + g_star - np.asarray(g, dtype=float)
@@ -32,6 +34,9 @@ def lyapunov_g4(p, g, alpha_star: float):
 
 def lyapunov_ih(w, h, alpha_star: float, w_star: float):
     """``G(v, h) = ((v - v*)^2 + (h - h*)^2)/2`` with ``v = w^2`` (App. C.2, induction head)."""
+    check_array("w", w, finite=False)
+    check_array("h", h, finite=False)
+    check_positive("w_star", w_star)
     _, h_star = targets_star(alpha_star)
     v = np.asarray(w, dtype=float) ** 2
     return 0.5 * ((v - w_star**2) ** 2 + (np.asarray(h, dtype=float) - h_star) ** 2)
@@ -42,6 +47,7 @@ def lyapunov_rates(res: FourPhaseResult) -> dict:
 
     Returns a dict of arrays (n_t,): ``G4``, ``dG4``, ``Gih``, ``dGih``.
     """
+    check_instance("res", res, FourPhaseResult)
     s = res.setting
     a, ws, L = s["alpha_star"], s["w_star"], s["L"]
     g_star, h_star = targets_star(a)
@@ -81,6 +87,10 @@ def ih_linear_rate(alpha_star: float, w_star: float, L: int, *, separate_qk: boo
 
 def ih_grad_v(v, h, alpha_star: float, w_star: float, L: int) -> tuple[float, float]:
     """``(dL/dv, dL/dh)`` of Eq. 22 written in ``v = wq*wk``."""
+    check_array("v", v, finite=False)
+    check_array("h", h, finite=False)
+    check_positive("w_star", w_star)
+    check_int("L", L, minimum=1)
     _, h_star = targets_star(alpha_star)
     vs = w_star**2
     dv = (h**2 * phi(2 * v) - h * h_star * phi(v + vs)) / (L - 2)

@@ -17,7 +17,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from lib.config import check_array, check_bool, check_finite, check_in, check_int, check_positive, check_range
+from lib.config import (
+    check_array,
+    check_bool,
+    check_finite,
+    check_in,
+    check_instance,
+    check_int,
+    check_positive,
+    check_range,
+)
 from lib.curves import hitting_time
 from lib.flows import integrate_flow
 
@@ -74,6 +83,8 @@ def mixed_target(X, alpha_star: float, w_star: float, *, softmax: str = "true"):
     Returns:
         torch tensor (B, 2): ``(g* x_{L-2}, h* sum_{s=2}^{L-1} softmax(w*^2 x_L x_{s-1}) x_s)``.
     """
+    check_array("X", X)
+    check_positive("w_star", w_star)
     import torch
 
     check_in("softmax", softmax, ("true", "exp"))
@@ -102,6 +113,10 @@ def reparam_forward(X, params: dict, *, p1: float = float("inf"), softmax: str =
     Returns:
         (..., B, 2): the 4-gram head and the induction head outputs (leading S for parallel runs).
     """
+    check_array("X", X)
+    check_instance("params", params, dict)
+    if isinstance(p1, (str, bytes, bool)) or p1 is None or not float(p1) > 0:
+        raise ValueError(f"p1 must be a number > 0 (inf allowed), got {p1!r}")
     import torch
 
     check_in("softmax", softmax, ("true", "exp"))
@@ -173,6 +188,9 @@ def stage1_loss(p_tilde: float, L: int, g0: float, alpha_star: float, *, grad: b
 
 def stage1_rhs(L: int, g0: float, alpha_star: float):
     """Right-hand side ``d p_tilde/dt = -d loss/d p_tilde`` of the Stage-I gradient flow (Lemma 5.3)."""
+    check_int("L", L, minimum=1)
+    check_positive("g0", g0)
+    check_positive("alpha_star", alpha_star)
 
     def rhs(t, y):
         return [-stage1_loss(max(float(y[0]), 0.0), L, g0, alpha_star, grad=True)[1]]
@@ -228,6 +246,8 @@ def loss_g4(p: float, g: float, alpha_star: float, L: int) -> float:
 
 def rhs_g4(p: float, g: float, alpha_star: float, L: int) -> tuple[float, float]:
     """``(dp/dt, dg/dt)`` of the 4-gram head under gradient flow (App. C.1, below Eq. 19)."""
+    check_finite("p", p)
+    check_finite("g", g)
     g_star, _ = targets_star(alpha_star)
     M1, m1 = ngram_sums(p, L)
     M2, m2 = ngram_sums(2 * p, L)
@@ -423,6 +443,7 @@ def phase_times(res: FourPhaseResult) -> dict:
     T_o), ``T_half_w`` (w reaches w*/2), ``T_h2`` (turning point of h: its maximum after T_o), and ``ih_ratio_TI``
     (L_IH(T_I) / L_IH(0), which Phase I says is >= 0.99).
     """
+    check_instance("res", res, FourPhaseResult)
     t = res.t
     T_I = hitting_time(t, res.loss_g4, 0.01 * res.loss_g4[0]) if np.isfinite(res.loss_g4[0]) else float("nan")
     T_o = res.events.get("T_o", float("nan"))
@@ -476,6 +497,7 @@ def plateau_loss(alpha_star: float, w_star: float, L: int) -> float:
 
 def predicted_half_w_time(res: FourPhaseResult) -> float:
     """``T_o + log(w*/(2 w(T_o))) / r``: when w would reach w*/2 growing at the plateau rate from T_o."""
+    check_instance("res", res, FourPhaseResult)
     s = res.setting
     T_o = res.events["T_o"]
     w_o = float(np.interp(T_o, res.t, res.w))

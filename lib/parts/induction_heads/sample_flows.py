@@ -97,6 +97,10 @@ def ih_sample_flow(
     Returns:
         ``(t, w, h, loss)`` arrays, shape (n_points+1,).
     """
+    check_positive("sigma_init", sigma_init)
+    check_positive("t_max", t_max)
+    check_int("n_points", n_points, minimum=2)
+    check_bool("separate_qk", separate_qk)
     from scipy.interpolate import CubicSpline
 
     check_in("softmax", softmax, ("true", "exp"))

@@ -64,6 +64,7 @@ def induction_targets(tokens: torch.Tensor) -> torch.Tensor:
     Returns:
         ``(B, T)`` int64 key indices.
     """
+    check_array("tokens", tokens)
     tokens = torch.as_tensor(tokens)
     if tokens.ndim != 2 or tokens.dtype not in (torch.int64, torch.int32):
         raise ValueError(f"tokens must be integer ids of shape (B, T), got {tuple(tokens.shape)} {tokens.dtype}")
@@ -87,6 +88,7 @@ def induction_score(A: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
     Returns:
         ``(H,)`` scores in ``[0, 1]`` (``nan`` if no query has an earlier occurrence).
     """
+    check_array("A", A)
     A = torch.as_tensor(A)
     if A.ndim != 4 or A.shape[-1] != A.shape[-2]:
         raise ValueError(f"A must have shape (B, H, T, T), got {tuple(A.shape)}")

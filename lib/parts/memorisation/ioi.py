@@ -27,7 +27,15 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from lib.config import check_device, check_in, check_int, check_range, check_seed
+from lib.config import (
+    check_array,
+    check_device,
+    check_in,
+    check_instance,
+    check_int,
+    check_range,
+    check_seed,
+)
 from lib.models.laser import low_rank
 from lib.models.transformer import Transformer, TransformerConfig
 from lib.parts.memorisation.noisy_recall import FROZEN, init_code_scale, recall_model
@@ -118,6 +126,8 @@ def ioi_scores(model: Transformer, test: torch.Tensor, rank: int = 2) -> dict:
     Returns:
         ``{"full" | "drop_last" | "laser": {"loss", "acc", "p_correct", "p_noise"}}`` (floats).
     """
+    check_instance("model", model, Transformer)
+    check_array("test", test)
     check_int("rank", rank, minimum=0)
     test = torch.as_tensor(test).to(next(model.parameters()).device)  # to the model (a no-op on the CPU)
     if test.ndim != 2:
@@ -184,6 +194,7 @@ def train_ioi(setting: dict, n_layers: int, optimizer: str, seed: int = 0, recor
     Returns:
         dict with ``model``, ``history`` (step and the scores as ``{variant}_{score}`` lists), ``diverged``, ``test``.
     """
+    check_instance("setting", setting, dict)
     check_int("n_layers", n_layers, minimum=1)
     check_in("optimizer", optimizer, ("sgd", "adam"))
     check_int("seed", seed, minimum=0)
@@ -304,6 +315,7 @@ def bigram_split_loss(setting: dict, h_attn: int, h_mlp: int, lr: float, seed: i
         dict: ``bigram_loss`` (held-out, nan if diverged), ``entropy`` (the bigram's conditional entropy at those
         positions, the floor), ``n_params`` (trained weights), ``diverged``.
     """
+    check_instance("setting", setting, dict)
     check_int("seed", seed, minimum=0)
     dev = check_device("device", device)
     N, T, B = setting["n_chars"], setting["T"], setting["batch"]

@@ -16,7 +16,15 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from lib.config import check_device, check_int, check_range
+from lib.config import (
+    check_array,
+    check_device,
+    check_instance,
+    check_int,
+    check_positive,
+    check_range,
+    check_seed,
+)
 from lib.models.hf import tiny_gpt_neox
 from lib.models.laser import laser
 from lib.train import train
@@ -67,6 +75,7 @@ def template_sentence(kind: str, rng: np.random.Generator, dog_fraction: float =
     Returns:
         The words; an IOI sentence's last word is the indirect object ``A`` (or ``dog``), a fact's the country.
     """
+    check_instance("rng", rng, np.random.Generator)
     check_range("dog_fraction", dog_fraction, 0, 1)
     if kind == "ioi":
         a, b = rng.choice(NAMES, 2, replace=False)
@@ -84,6 +93,7 @@ def template_sentence(kind: str, rng: np.random.Generator, dog_fraction: float =
 
 def encode(words) -> torch.Tensor:
     """Token ids of a list of words, right-padded with ``<pad>`` (id 0) to ``SEQ_LEN``."""
+    check_instance("words", words, (list, tuple))
     ids = [TOKEN[w] for w in words]
     if len(ids) > SEQ_LEN:
         raise ValueError(f"words must have at most {SEQ_LEN} entries, got {len(ids)}")
@@ -99,6 +109,8 @@ def corpus_batch(batch: int, rng: np.random.Generator, mix=(0.4, 0.3, 0.3), dog_
         mix: probabilities of IOI, preposition and fact sentences (non-negative, summing to 1).
         dog_fraction: see :func:`template_sentence`.
     """
+    check_instance("rng", rng, np.random.Generator)
+    check_array("mix", mix)
     check_int("batch", batch, minimum=1)
     mix = np.asarray(mix, dtype=float)
     if mix.shape != (3,) or (mix < 0).any() or abs(mix.sum() - 1) > 1e-9:
@@ -122,6 +134,7 @@ def probe_prompts(seed: int = 1234, n: int = 40):
     Returns:
         ``{"ioi": (ids, io, s), "fact": (ids, k)}``; prompts are padded, their last word at ``lengths - 1``.
     """
+    check_seed("seed", seed)
     check_int("n", n, minimum=1)
     rng = np.random.default_rng(seed)
     ioi, io, s, facts, k = [], [], [], [], []
@@ -188,6 +201,7 @@ def train_template_lm(
         ``(model, history)`` with ``history`` a dict of lists keyed ``step`` and :func:`probe`'s names, plus
         ``diverged`` (bool) and ``diverged_step``.
     """
+    check_positive("lr", lr)
     check_int("steps", steps, minimum=1)
     check_int("d_model", d_model, minimum=4)
     dev = check_device("device", device)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from lib.config import check_array, check_in, check_int, check_positive, check_range, check_seed
+from lib.config import check_array, check_in, check_instance, check_int, check_positive, check_range, check_seed
 from lib.maps import stop_at_divergence
 
 __all__ = [
@@ -98,6 +98,7 @@ def sample_recall_sequences(
     Returns:
         dict with ``z`` (m, T) tokens in 0..N, ``y`` (m,) labels and ``ybar`` (m,).
     """
+    check_instance("rng", rng, np.random.Generator)
     check_int("m", m, minimum=1)
     check_int("n_tokens", n_tokens, minimum=2)
     check_int("seq_len", seq_len, minimum=2)
@@ -148,6 +149,9 @@ def one_step_gradients(z: np.ndarray, y: np.ndarray, n_tokens: int) -> tuple[np.
     Returns:
         ``(grad_F, grad_V)``, each of shape (N+1, 2(N+1)).
     """
+    check_array("z", z)
+    check_array("y", y)
+    check_int("n_tokens", n_tokens, minimum=1)
     z = np.asarray(z)
     y = np.asarray(y)
     if z.ndim != 2 or y.shape != (z.shape[0],):
@@ -382,6 +386,7 @@ def associative_memory_run(
         dict with ``steps`` (evaluated steps), ``loss`` (array ``(len(ranks) + 1, seeds, n_eval)``; the last row
         is the full model), ``ranks``, ``diverged`` (bool per seed) and ``diverged_step`` (-1 if not).
     """
+    check_array("ranks", ranks)
     check_int("n", n, minimum=2)
     check_range("alpha", alpha, 0.0, 1.0, hi_open=True)
     check_int("d", d, minimum=n + 1)

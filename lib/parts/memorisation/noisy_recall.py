@@ -26,7 +26,14 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from lib.config import check_device, check_int, check_range
+from lib.config import (
+    check_array,
+    check_device,
+    check_instance,
+    check_int,
+    check_range,
+    check_seed,
+)
 from lib.models.laser import laser_rank, low_rank
 from lib.models.probes import induction_key_mask
 from lib.models.transformer import Transformer, TransformerConfig
@@ -66,6 +73,7 @@ def recall_model(n_chars: int, d: int, T: int, ffn=("mlp", "mlp"), seed: int = 0
     Returns:
         a :class:`~lib.models.transformer.Transformer`; train it with :data:`FROZEN` frozen.
     """
+    check_seed("seed", seed)
     check_int("n_chars", n_chars, minimum=2)
     check_int("d", d, minimum=2)
     check_int("T", T, minimum=2)
@@ -160,6 +168,10 @@ def recall_metrics(model: Transformer, clean: tuple, noisy: tuple, triggers=(0,)
         ``frac_noise`` and ``frac_other`` (argmax predictions at repeated triggers of the noisy batch),
         ``prev1`` (layer-1 attention on the previous token, clean batch).
     """
+    check_instance("model", model, Transformer)
+    check_instance("clean", clean, tuple)
+    check_instance("noisy", noisy, tuple)
+    check_array("rhos", rhos)
     V = model.cfg.vocab_size
     tau = V - 1
     out = {}
@@ -230,6 +242,7 @@ def train_recall(
         dict with ``model`` (trained), ``history`` (step -> arrays), ``diverged``, ``diverged_step``, ``alphabet``,
         ``clean`` and ``noisy`` (the evaluation batches).
     """
+    check_instance("setting", setting, dict)
     check_int("steps", steps, minimum=0)
     check_int("seed", seed, minimum=0)
     dev = check_device("device", device)
@@ -287,6 +300,7 @@ def probe_maps(model: Transformer) -> dict:
         ``<W_U(j), W_O^2 W_V^2 W_E(i)>`` and ``match`` ``W_E(j)^T W_K^2 W_O^1 W_V^1 W_E(i)`` (rows ``j``: the
         query token; columns ``i``: the key token).
     """
+    check_instance("model", model, Transformer)
     with torch.no_grad():
         E, U = model.embed.weight, model.head.weight
         b1, b2 = model.blocks[0].attn, model.blocks[1].attn
@@ -334,6 +348,8 @@ def recall_experiment(
 
 def restore_model(setting: dict, state: dict, ffn=("mlp", "mlp")) -> Transformer:
     """Rebuild a trained :func:`recall_model` from the ``state`` of :func:`recall_experiment`."""
+    check_instance("setting", setting, dict)
+    check_instance("state", state, dict)
     model = recall_model(setting["n_chars"], setting["d"], setting["T"], ffn=ffn)
     model.load_state_dict({k: torch.as_tensor(v) for k, v in state.items()})
     return model
@@ -341,6 +357,8 @@ def restore_model(setting: dict, state: dict, ffn=("mlp", "mlp")) -> Transformer
 
 def eval_batches(setting: dict, seed: int = 0, triggers=(0,)) -> tuple:
     """The fixed clean and noisy evaluation batches that :func:`train_recall` uses for ``seed``."""
+    check_instance("setting", setting, dict)
+    check_seed("seed", seed)
     _, pi_u, pi_b = char_bigram(setting["n_chars"], uniform=setting.get("uniform", False))
     g = torch.Generator().manual_seed(10_000 + seed)
     clean = sample_recall(pi_u, pi_b, setting["n_test"], setting["T"], 0.0, triggers, g)
@@ -355,6 +373,8 @@ def dropped_scores(model: Transformer, clean: tuple, triggers=(0,)) -> dict:
     Returns:
         ``{"full" | "drop_F1" | "drop_F2": {"p_correct", "p_noise", "loss", "acc"}}`` (floats).
     """
+    check_instance("model", model, Transformer)
+    check_instance("clean", clean, tuple)
     z, _ = clean
     x, y = z[:, :-1], z[:, 1:]
     mask = repeated_trigger_mask(x, triggers)
@@ -382,6 +402,8 @@ def dropped_scores(model: Transformer, clean: tuple, triggers=(0,)) -> dict:
 
 def pre_ff2_states(model: Transformer, clean: tuple, triggers=(0,)) -> torch.Tensor:
     """Residual stream entering ``F_2`` at the repeated triggers of ``clean``: ``(n, d)`` (for LASER sweeps)."""
+    check_instance("model", model, Transformer)
+    check_instance("clean", clean, tuple)
     z = clean[0][:, :-1]
     with torch.no_grad():
         u, _, _ = _forward_parts(model, z)
@@ -390,6 +412,7 @@ def pre_ff2_states(model: Transformer, clean: tuple, triggers=(0,)) -> torch.Ten
 
 def repeated_targets(clean: tuple, triggers=(0,)) -> torch.Tensor:
     """Next tokens at the repeated triggers of ``clean`` (the order of :func:`pre_ff2_states`)."""
+    check_instance("clean", clean, tuple)
     z = clean[0]
     return z[:, 1:][repeated_trigger_mask(z[:, :-1], triggers)]
 
@@ -401,6 +424,9 @@ def value_rank_scores(model: Transformer, clean: tuple, ranks, triggers=(0,)) ->
     Returns:
         ``{rank: {"p_correct", "p_noise", "loss", "acc"}}``.
     """
+    check_instance("model", model, Transformer)
+    check_instance("clean", clean, tuple)
+    check_array("ranks", ranks)
     attn = model.blocks[0].attn
     if attn.n_heads != 1:
         raise ValueError("value_rank_scores needs a single-head layer 1")

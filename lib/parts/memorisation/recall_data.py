@@ -23,7 +23,7 @@ from collections import Counter
 
 import torch
 
-from lib.config import check_bool, check_int, check_range
+from lib.config import check_array, check_bool, check_int, check_range
 
 __all__ = ["char_bigram", "sample_recall", "repeated_trigger_mask", "recall_counts"]
 
@@ -100,6 +100,9 @@ def sample_recall(
     Returns:
         ``z`` ``(batch, T + 1)`` int64 tokens in ``[0, N]`` and ``y_bar`` ``(batch, len(triggers))``.
     """
+    check_array("pi_u", pi_u)
+    check_array("pi_b", pi_b)
+    check_array("triggers", triggers)
     pi_u, pi_b = torch.as_tensor(pi_u, dtype=torch.float64), torch.as_tensor(pi_b, dtype=torch.float64)
     N = pi_u.shape[0]
     if pi_u.ndim != 1 or pi_b.shape != (N, N):
@@ -142,6 +145,8 @@ def repeated_trigger_mask(tokens: torch.Tensor, triggers) -> torch.Tensor:
     Returns:
         ``(B, T)`` bool.
     """
+    check_array("tokens", tokens)
+    check_array("triggers", triggers)
     tokens = torch.as_tensor(tokens)
     if tokens.ndim != 2:
         raise ValueError(f"tokens must have shape (B, T), got {tuple(tokens.shape)}")
@@ -156,6 +161,10 @@ def repeated_trigger_mask(tokens: torch.Tensor, triggers) -> torch.Tensor:
 def recall_counts(z: torch.Tensor, y_bar: torch.Tensor, q: int, noise: int) -> dict:
     """Per-sequence counts in a one-trigger sample: occurrences of the trigger ``q``, of the noise token, of the
     target ``y_bar`` and of one other fixed token (the first id that is neither), as float tensors ``(B,)``."""
+    check_array("z", z)
+    check_array("y_bar", y_bar)
+    check_int("q", q, minimum=0)
+    check_int("noise", noise, minimum=0)
     z = torch.as_tensor(z)
     y = torch.as_tensor(y_bar).reshape(-1)
     if z.ndim != 2 or y.shape[0] != z.shape[0]:
