@@ -17,8 +17,9 @@ Rows (models of ``sharpness_problems.py``):
   batches (a handicapped baseline, labelled as such); ``--before`` adds lib's previous engine (``jvp(grad)``,
   ``ncv=20``);
 * sharpness at every step of 100 GD steps (lr 0.4) on the E10 MLP, from its initialisation and from the edge of
-  stability: the reference's ``gd.py`` loop against ``lib.curvature.SharpnessTracker`` (recorded by
-  ``lib.train.train``, or driving a GD loop with its gradient);
+  stability: the reference's ``gd.py`` loop against ``lib.curvature.SharpnessTracker`` (passed to
+  ``lib.train.train`` as its ``tracker``, which steps with the tracker's loss and gradient, or driving a plain GD
+  loop with its gradient);
 * one Hessian-vector product and the order-4 directional derivatives on the E10 MLP (engines and routes of
   ``lib.curvature``).
 
@@ -104,9 +105,8 @@ def _every_step(problem, start, repeats, steps, lr):
 
     def train_loop():
         tracker = trackers["train"] = curvature.SharpnessTracker()
-        res = train(theta0.clone(), loss, lr=lr, steps=steps, progress=False,
-                    record=lambda th, step: {"sharp": tracker(loss, th)})
-        return np.asarray(res.history["sharp"])
+        res = train(theta0.clone(), loss, lr=lr, steps=steps, progress=False, tracker=tracker)
+        return np.asarray(res.history["sharpness"])
 
     def tracker_loop():
         tracker = trackers["gd"] = curvature.SharpnessTracker()

@@ -145,6 +145,7 @@ def train(
     nesterov: bool = False,
     clip_norm: float | None = None,
     frozen=(),
+    tracker=None,
 ) -> TrainResult:
     """Train ``params`` by gradient descent, SGD (with momentum), Adam or AdamW, recording a history.
 
@@ -181,6 +182,10 @@ def train(
         clip_norm: clip the gradient to this global norm before the update (``clip_grad_norm_`` semantics).
         frozen: names of parameters (module parameter names or dict keys) that get no update; they keep their
             values bit for bit. Module parameters with ``requires_grad=False`` are frozen anyway.
+        tracker: a :class:`lib.curvature.SharpnessTracker` (flat tensor ``params``, full batch only): called on
+            ``(loss_fn, params)`` at every step, its top Hessian eigenvalue is recorded as ``"sharpness"`` (at the
+            recorded steps), and the step takes the loss and the gradient it computed anyway with its Hessian
+            graph instead of a forward and backward pass of its own.
     """
     check_int("steps", steps, minimum=0)
     recorded = _optim.record_test(record_every)
@@ -190,6 +195,13 @@ def train(
                          divergence_growth=divergence_growth)
     if not callable(loss_fn):
         raise ValueError("loss_fn must be callable")
+    if tracker is not None:
+        from .curvature import SharpnessTracker
+
+        if not isinstance(tracker, SharpnessTracker):
+            raise ValueError("tracker must be a lib.curvature.SharpnessTracker")
+        if not isinstance(params, torch.Tensor) or batch_fn is not None:
+            raise ValueError("tracker needs a flat parameter tensor and a full-batch loss (no batch_fn)")
     leaves = [p for _, p in _named_leaves(params, frozen)]
     for p in leaves:
         p.requires_grad_(True)
@@ -209,12 +221,16 @@ def train(
         history["step"].append(step)
         history["loss"].append(loss_value)
         history["lr"].append(lr_t)
-        if record is None:
+        if record is None and tracker is None:
             return
         if diverged:  # record() never sees diverged parameters: its statistics are NaN at that step
             for k, v in history.items():
                 if k not in ("step", "loss", "lr"):
                     v.append(np.full_like(np.asarray(v[-1], dtype=float), np.nan))
+            return
+        if tracker is not None:
+            history.setdefault("sharpness", []).append(tracker.value)
+        if record is None:
             return
         with torch.no_grad():
             stats = record(params, step)
@@ -225,7 +241,11 @@ def train(
     growing = _optim.GrowthTest(divergence_growth)
     for step in _iterate(steps, progress):
         lr_t = _optim.lr_at(lr, schedule, step)
-        loss = evaluate(step)
+        if tracker is not None:
+            tracker(loss_fn, params.detach())
+            loss = tracker.loss_value
+        else:
+            loss = evaluate(step)
         loss_value = float(loss.detach())
         loss0 = loss_value if loss0 is None else loss0
         grew = growing(loss_value, loss0)
@@ -238,7 +258,7 @@ def train(
             break
         if step == steps:
             break
-        grads = torch.autograd.grad(loss, leaves)
+        grads = (tracker.gradient,) if tracker is not None else torch.autograd.grad(loss, leaves)
         if clip_norm is not None:
             grads = _optim.clip_global(grads, clip_norm)
         _optim.apply_update(opt, leaves, grads, lr_t)

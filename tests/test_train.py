@@ -456,3 +456,27 @@ def test_stacked_module_kinds_equal_separate_runs(kind):
     for k, m in enumerate(solos):
         for n, p in m.named_parameters():
             assert torch.allclose(res.params[n][k], p.detach(), rtol=1e-10, atol=1e-12), (kind, k, n)
+
+
+def test_train_with_tracker_steps_with_its_gradient():
+    # GD with a SharpnessTracker: the loss and gradient of the tracker's Hessian graph drive the step; the run and
+    # the recorded sharpness equal those of a plain run that calls a tracker from record (float64, to 1e-12)
+    from lib import curvature
+
+    g = torch.Generator().manual_seed(0)
+    X, y = torch.randn(40, 3, generator=g, dtype=torch.float64), torch.randn(40, generator=g, dtype=torch.float64)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1)).double()
+    theta0, loss = curvature.flatten_module(model, lambda call: ((call(X).squeeze(-1) - y) ** 2).mean())
+    plain = curvature.SharpnessTracker()
+    a = train.train(theta0.clone(), loss, lr=0.2, steps=30, record=lambda th, s: {"sharpness": plain(loss, th)})
+    reuse = curvature.SharpnessTracker()
+    b = train.train(theta0.clone(), loss, lr=0.2, steps=30, tracker=reuse, record_every=1)
+    assert torch.allclose(a.params, b.params, rtol=1e-12, atol=1e-14)
+    assert np.allclose(a.history["loss"], b.history["loss"], rtol=1e-12)
+    assert np.allclose(a.history["sharpness"], b.history["sharpness"], rtol=1e-10)
+    with pytest.raises(ValueError, match="tracker"):
+        train.train(theta0.clone(), loss, lr=0.2, steps=3, tracker=object())
+    with pytest.raises(ValueError, match="tracker"):
+        train.train(theta0.clone(), lambda th, b: loss(th), lr=0.2, steps=3, tracker=reuse,
+                    batch_fn=lambda s, gen: None)
