@@ -17,3 +17,16 @@ def timed(fn, repeats: int, *, warmup: bool = False):
         out = fn()
         times.append(time.perf_counter() - t)
     return statistics.median(times), out
+
+
+def interleaved(fns, repeats: int):
+    """CPU seconds (``time.process_time``; median over ``repeats``, after one warm-up each) and the last output of
+    every function; the functions run round-robin so that a change of machine load hits all of them alike."""
+    outs = [fn() for fn in fns]
+    times = [[] for _ in fns]
+    for _ in range(repeats):
+        for i, fn in enumerate(fns):
+            t = time.process_time()
+            outs[i] = fn()
+            times[i].append(time.process_time() - t)
+    return [statistics.median(t) for t in times], outs

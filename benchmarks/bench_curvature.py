@@ -1,10 +1,10 @@
 """Benchmarks for Part I (edge of stability): sharpness against a Cohen-style reference, curvature of the E10 MLP
 and batched learning-rate sweeps.
 
-    python benchmarks/bench_curvature.py [--repeats 3] [--skip-sharpness]
+    python benchmarks/bench_curvature.py [--repeats 3] [--sharpness]
 
-0. Sharpness side by side with the Cohen-style reference of ``cohen_reference.py`` on four models, and at every
-   step of GD runs (``bench_sharpness.py``, which prints its own table; CPU seconds).
+0. With ``--sharpness``: sharpness side by side with the Cohen-style reference of ``cohen_reference.py``
+   (``bench_sharpness.py``, which ``make benchmark`` runs on its own, so the table is printed once).
 1. Top Hessian eigenvalue of the depth-3 ReLU MLP of chapter 4 (digits 0/1 stand-in, ~900 parameters, after 60
    GD epochs at lr 0.4, i.e. at the edge of stability) three ways through
    ``lib.curvature.hessian_top_eigenpairs``:
@@ -128,11 +128,13 @@ def bench_mf_sweep(repeats, n=64, steps=2000, d=4):
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--skip-sharpness", action="store_true", help="leave out the side-by-side sharpness table")
+    parser.add_argument("--sharpness", action="store_true",
+                        help="print the side-by-side sharpness table first (make benchmark runs bench_sharpness.py "
+                             "on its own, so by default it is left out here)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     torch.set_default_dtype(torch.float64)
-    if not args.skip_sharpness:
+    if args.sharpness:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         import bench_sharpness
 

@@ -5,11 +5,14 @@
 1. K = 8 MLPs (20 -> 64 -> 64 -> 1, tanh, 5,569 parameters each), Adam, a fresh minibatch of 64 of each model's
    own data every step: ``train_stacked`` (one vmapped step for all 8) against 8 consecutive ``train`` runs on the
    same batches; the final parameters agree to round-off (checked).
-2. The same for K = 8 small CNNs (1 -> 8 -> 16 channels, 3x3 convolutions, 8x8 images, 10 classes, 1,946
-   parameters), batch 32.
-3. Scaling: the MLP for K = 1, 2, 4, 8, 16, milliseconds per step of all K models, stacked and looped.
+2. K = 8 copies of the MLP chapter VI.3 trains with ``train_stacked`` (``lib.models.mlp.MLP``, 64 -> 32 -> 1,
+   ReLU, 2,113 parameters), logistic loss, full-batch Adam on 1,000 points each.
+3. The same for K = 8 small CNNs (1 -> 8 -> 16 channels, 3x3 convolutions, 8x8 images, 10 classes, 1,946
+   parameters), batch 32 (not an MLP: ``functional_call`` under ``vmap``).
+4. Scaling: the first MLP for K = 1, 2, 4, 8, 16, milliseconds per step of all K models, stacked and looped.
 
-Prints Markdown tables (wall-clock medians over ``--repeats`` runs, one torch thread, float32).
+Prints Markdown tables (CPU seconds, ``time.process_time``, medians over ``--repeats`` runs after a warm-up, the
+loop and the stacked run interleaved; one torch thread, float32).
 """
 
 from __future__ import annotations
@@ -22,11 +25,18 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from _timing import timed  # noqa: E402
+from _timing import interleaved  # noqa: E402
 
 from lib.train import train, train_stacked  # noqa: E402
 
 N = 512  # training points per model
+
+
+def book_mlp(seed: int) -> torch.nn.Module:
+    from lib.models.mlp import MLP
+
+    torch.manual_seed(seed)
+    return MLP(64, 1, depth=2, width=32)
 
 
 def mlp(seed: int) -> torch.nn.Module:
@@ -48,6 +58,11 @@ def task(kind: str, K: int, steps: int):
     if kind == "mlp":
         X, Y, batch, make = torch.randn(K, N, 20, generator=g), torch.randn(K, N, 1, generator=g), 64, mlp
         loss = lambda m, b: ((m(b[0]) - b[1]) ** 2).mean()
+    elif kind == "book":
+        X = torch.randn(K, 1000, 64, generator=g)
+        Y, batch, make = (X[..., 0] > 0).float(), 1000, book_mlp
+        loss = lambda m, b: torch.nn.functional.binary_cross_entropy_with_logits(m(b[0]).squeeze(-1), b[1])
+        return X, Y, None, make, loss  # the whole data set every step, as chapter VI.3 trains
     else:
         X, Y, batch, make = torch.randn(K, N, 1, 8, 8, generator=g), torch.randint(0, 10, (K, N), generator=g), 32, cnn
         loss = lambda m, b: torch.nn.functional.cross_entropy(m(b[0]), b[1])
@@ -58,8 +73,9 @@ def task(kind: str, K: int, steps: int):
 def run_stacked(kind: str, K: int, steps: int):
     X, Y, idx, make, loss = task(kind, K, steps)
     ar = torch.arange(K)[:, None]
+    batch_fn = (lambda s, g: (X, Y)) if idx is None else (lambda s, g: (X[ar, idx[s]], Y[ar, idx[s]]))
     res = train_stacked([make(k) for k in range(K)], loss, lr=1e-3, steps=steps, optimizer="adam",
-                        batch_fn=lambda s, g: (X[ar, idx[s]], Y[ar, idx[s]]), record_every=steps, progress=False)
+                        batch_fn=batch_fn, record_every=steps, progress=False)
     return res.params
 
 
@@ -68,8 +84,11 @@ def run_loop(kind: str, K: int, steps: int):
     out = []
     for k in range(K):
         m = make(k)
-        train(m, loss, lr=1e-3, steps=steps, optimizer="adam", batch_fn=lambda s, g, k=k: (X[k][idx[s, k]],
-              Y[k][idx[s, k]]), record_every=steps, progress=False)
+        if idx is None:
+            batch_fn = lambda s, g, k=k: (X[k], Y[k])  # noqa: E731
+        else:
+            batch_fn = lambda s, g, k=k: (X[k][idx[s, k]], Y[k][idx[s, k]])  # noqa: E731
+        train(m, loss, lr=1e-3, steps=steps, optimizer="adam", batch_fn=batch_fn, record_every=steps, progress=False)
         out.append(dict(m.named_parameters()))
     return out
 
@@ -85,20 +104,20 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(1)
     steps, reps = args.steps, args.repeats
-    run_stacked("mlp", 2, 5), run_loop("mlp", 2, 5)  # warm-up: the first vmap/functional_call carries a one-off cost
-    print(f"K = 8 models, {steps} Adam steps, median of {reps}, one torch thread\n")
+    print(f"K = 8 models, {steps} Adam steps, CPU s, median of {reps} (interleaved), one torch thread\n")
     print("| model | loop of 8 `train` runs (s) | `train_stacked`, K = 8 (s) | speed-up | max abs. difference |")
     print("|---|---:|---:|---:|---:|")
-    for kind, label in (("mlp", "MLP 20-64-64-1"), ("cnn", "CNN 1-8-16, 8x8")):
-        t_loop, looped = timed(lambda kind=kind: run_loop(kind, 8, steps), reps)
-        t_stack, stacked = timed(lambda kind=kind: run_stacked(kind, 8, steps), reps)
+    for kind, label in (("mlp", "MLP 20-64-64-1 tanh, batch 64"),
+                        ("book", "chapter VI.3's MLP 64-32-1 ReLU, full batch"), ("cnn", "CNN 1-8-16, 8x8, batch 32")):
+        (t_loop, t_stack), (looped, stacked) = interleaved(
+            [lambda kind=kind: run_loop(kind, 8, steps), lambda kind=kind: run_stacked(kind, 8, steps)], reps)
         print(f"| {label} | {t_loop:.2f} | {t_stack:.2f} | {t_loop / t_stack:.1f}x | {max_diff(stacked, looped):.1e} |")
-    print("\nScaling with K (MLP): milliseconds per step of all K models\n")
+    print("\nScaling with K (MLP 20-64-64-1): milliseconds per step of all K models\n")
     print("| K | loop (ms/step) | stacked (ms/step) | speed-up |")
     print("|---:|---:|---:|---:|")
     for K in (1, 2, 4, 8, 16):
-        t_loop, _ = timed(lambda K=K: run_loop("mlp", K, steps), reps)
-        t_stack, _ = timed(lambda K=K: run_stacked("mlp", K, steps), reps)
+        (t_loop, t_stack), _ = interleaved([lambda K=K: run_loop("mlp", K, steps),
+                                            lambda K=K: run_stacked("mlp", K, steps)], reps)
         print(f"| {K} | {1e3 * t_loop / steps:.2f} | {1e3 * t_stack / steps:.2f} | {t_loop / t_stack:.1f}x |")
 
 

@@ -163,6 +163,7 @@ def train(
     clip_norm: float | None = None,
     frozen=(),
     device="cpu",
+    tracker=None,
 ) -> TrainResult:
     """Train ``params`` by gradient descent, SGD (with momentum), Adam or AdamW, recording a history.
 
@@ -204,6 +205,10 @@ def train(
             be there (it is updated in place, so it cannot be moved). ``loss_fn`` and ``batch_fn`` must give
             tensors on that device; ``generator`` stays a CPU generator (draw on the CPU, then ``.to(device)``,
             so a seed gives the same numbers on every device). The history comes back as CPU NumPy arrays.
+        tracker: a :class:`lib.curvature.SharpnessTracker` (flat tensor ``params``, full batch only): called on
+            ``(loss_fn, params)`` at every step, its top Hessian eigenvalue is recorded as ``"sharpness"`` (at the
+            recorded steps), and the step takes the loss and the gradient it computed anyway with its Hessian
+            graph instead of a forward and backward pass of its own.
     """
     check_int("steps", steps, minimum=0)
     dev = check_device("device", device)
@@ -216,6 +221,13 @@ def train(
         raise ValueError("loss_fn must be callable")
     if isinstance(params, torch.nn.Module):
         params.to(dev)  # in place; a no-op for a module already there
+    if tracker is not None:
+        from .curvature import SharpnessTracker
+
+        if not isinstance(tracker, SharpnessTracker):
+            raise ValueError("tracker must be a lib.curvature.SharpnessTracker")
+        if not isinstance(params, torch.Tensor) or batch_fn is not None:
+            raise ValueError("tracker needs a flat parameter tensor and a full-batch loss (no batch_fn)")
     leaves = [p for _, p in _named_leaves(params, frozen)]
     _check_on("params", leaves, dev)
     for p in leaves:
@@ -236,12 +248,16 @@ def train(
         history["step"].append(step)
         history["loss"].append(loss_value)
         history["lr"].append(lr_t)
-        if record is None:
+        if record is None and tracker is None:
             return
         if diverged:  # record() never sees diverged parameters: its statistics are NaN at that step
             for k, v in history.items():
                 if k not in ("step", "loss", "lr"):
                     v.append(np.full_like(np.asarray(v[-1], dtype=float), np.nan))
+            return
+        if tracker is not None:
+            history.setdefault("sharpness", []).append(tracker.value)
+        if record is None:
             return
         with torch.no_grad():
             stats = record(params, step)
@@ -252,7 +268,11 @@ def train(
     growing = _optim.GrowthTest(divergence_growth)
     for step in _iterate(steps, progress):
         lr_t = _optim.lr_at(lr, schedule, step)
-        loss = evaluate(step)
+        if tracker is not None:
+            tracker(loss_fn, params.detach())
+            loss = tracker.loss_value
+        else:
+            loss = evaluate(step)
         loss_value = float(loss.detach())
         loss0 = loss_value if loss0 is None else loss0
         grew = growing(loss_value, loss0)
@@ -265,7 +285,7 @@ def train(
             break
         if step == steps:
             break
-        grads = torch.autograd.grad(loss, leaves)
+        grads = (tracker.gradient,) if tracker is not None else torch.autograd.grad(loss, leaves)
         if clip_norm is not None:
             grads = _optim.clip_global(grads, clip_norm)
         _optim.apply_update(opt, leaves, grads, lr_t)
@@ -328,6 +348,73 @@ class _Bound(torch.nn.Module):
 
     def forward(self, *args):
         return self.fn(self.inner, *args)
+
+
+def _flat_views(tensors, K):
+    """One (K, P) tensor holding the stacked ``tensors`` side by side, and views of it shaped like them."""
+    flat = torch.cat([t.detach().reshape(K, -1) for t in tensors], 1) if tensors else torch.zeros(K, 0)
+    views, start = [], 0
+    for t in tensors:
+        size = t[0].numel()
+        views.append(flat[:, start:start + size].view(t.shape))
+        start += size
+    return flat, views
+
+
+_ACTIVATIONS = {torch.nn.ReLU: torch.relu, torch.nn.Tanh: torch.tanh, torch.nn.Sigmoid: torch.sigmoid,
+                torch.nn.Identity: lambda x: x, torch.nn.SiLU: torch.nn.functional.silu}
+
+
+def _mlp_plan(model):
+    """The layers of an MLP as steps ``("linear", prefix, has_bias)`` / ``("act", fn)`` and whether the output is
+    squeezed: for an ``nn.Sequential`` of ``nn.Linear`` and elementwise activations, ``lib.models.mlp.MLP`` and
+    ``ReLUMLP``; ``None`` for any other module (which then goes through ``functional_call``)."""
+    from .models.mlp import MLP, ReLUMLP
+
+    def linear(prefix, layer):
+        return ("linear", prefix, layer.bias is not None)
+
+    if type(model) is torch.nn.Sequential:
+        steps = []
+        for name, layer in model.named_children():
+            if type(layer) is torch.nn.Linear:
+                steps.append(linear(f"{name}.", layer))
+            elif type(layer) in _ACTIVATIONS:
+                steps.append(("act", _ACTIVATIONS[type(layer)]))
+            elif type(layer) is torch.nn.GELU and layer.approximate == "none":
+                steps.append(("act", torch.nn.functional.gelu))
+            else:
+                return None
+        return steps, False
+    if type(model) in (MLP, ReLUMLP):
+        relu = type(model) is ReLUMLP or model.activation == "relu"
+        steps = []
+        for i, layer in enumerate(model.layers):
+            steps.append(linear(f"layers.{i}.", layer))
+            if relu and i < len(model.layers) - 1:
+                steps.append(("act", torch.relu))
+        return steps, type(model) is ReLUMLP and model.out_dim == 1
+    return None
+
+
+class _MLPView:
+    """Model k of a stacked MLP inside ``vmap``: calling it applies the layers with model k's parameters (what
+    ``functional_call`` does, without swapping parameters into a module at every call)."""
+
+    def __init__(self, plan, params):
+        self._steps, self._squeeze = plan
+        self._params = params
+
+    def __call__(self, x):
+        p = self._params
+        for step in self._steps:
+            if step[0] == "linear":
+                x = torch.nn.functional.linear(x, p[step[1] + "weight"], p[step[1] + "bias"] if step[2] else None)
+            else:
+                x = step[1](x)
+        return x.squeeze(-1) if self._squeeze else x
+
+    forward = __call__
 
 
 def _stack(models_or_params, frozen):
@@ -432,17 +519,25 @@ def train_stacked(
         buffers = {n: v.to(dev) for n, v in buffers.items()}
     _check_on("models_or_params", [*params.values(), *buffers.values()], dev)
     names = [n for n in params if n in trainable]
+    given = {n: params[n] for n in names}  # a dict of tensors is updated in place: copied back at the end
+    flat, views = _flat_views([params[n] for n in names], K)
+    params.update(zip(names, views))
     leaves = [params[n].requires_grad_(True) for n in names]
     schedule = schedule or constant()
     generator = generator if generator is not None else torch.Generator().manual_seed(0)
-    opt = _optim.make_optimizer(leaves, optimizer=optimizer, lr=lr, momentum=momentum, nesterov=nesterov,
+    # one optimiser over one (K, P) tensor whose views are the stacked parameters: the updates act elementwise,
+    # so this is the same arithmetic as one tensor per parameter, in a handful of kernels instead of dozens
+    opt = _optim.make_optimizer([flat], optimizer=optimizer, lr=lr, momentum=momentum, nesterov=nesterov,
                                 weight_decay=weight_decay, adam_betas=adam_betas)
-    prefix = "" if base is None else "inner."
+    plan = _mlp_plan(base) if base is not None and not buffers else None
+    prefix = "" if base is None or plan is not None else "inner."
 
     def per_model(fn, *extra):
         """vmap over K of ``fn(model_k, *args_k, *extra)``."""
         if base is None:
             one = lambda p, *args: fn(p, *args, *extra)
+        elif plan is not None:  # an MLP: its layers applied directly (batched matmuls under vmap)
+            one = lambda p, *args: fn(_MLPView(plan, p), *args, *extra)
         else:
             bound = _Bound(base, lambda m, *args: fn(m, *args, *extra))
             one = lambda p, *args: functional_call(bound, p, args)
@@ -510,13 +605,19 @@ def train_stacked(
             grads = [torch.where(div.view(-1, *([1] * (g.ndim - 1))), torch.zeros_like(g), g) for g in grads]
         if clip_norm is not None:
             grads = _optim.clip_per_model(grads, clip_norm)
-        _optim.apply_update(opt, leaves, grads, lr_t)
+        _optim.apply_update(opt, [flat], [torch.cat([g.reshape(K, -1) for g in grads], 1)], lr_t)
         if div.any():
             with torch.no_grad():
                 for n, p in zip(names, leaves):
                     p.copy_(torch.where(div.view(-1, *([1] * (p.ndim - 1))), anchor[n], p))
         for cb in callbacks:
             cb(params, step, lv)
+    with torch.no_grad():
+        for n in names:
+            params[n] = params[n].detach().clone()
+            if base is None:
+                given[n].copy_(params[n])
+                params[n] = given[n]
     if base is not None:
         with torch.no_grad():
             for k, m in enumerate(models_or_params):

@@ -128,7 +128,7 @@ CASES = [
       "seed:seed engine:option", _quad, T6, k=1),
     C(curvature.default_ncv, "k:count n:count", 1, 20),
     C(curvature.SharpnessTracker, "tol:pos gap:pos watch:nonneg max_iter:count refresh_every:count engine:option "
-      "seed:seed"),
+      "seed:seed period:count"),
     C(curvature.directional_derivatives, "loss:callable theta:array u:array max_order:count route:option",
       _quad, T6, T6),
     C(curves.count_peaks, "curve:array prominence:pos", np.sin(T8), 0.1),

@@ -407,3 +407,76 @@ def test_seeds_are_checked_not_truncated():
         with pytest.raises(ValueError, match="seed"):
             hf.tiny_gpt_neox(16, seed=seed)
     torch.set_default_dtype(torch.float64)
+
+
+class _Scaled(torch.nn.Module):
+    """Not an MLP the stacked trainer recognises: it goes through functional_call."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(D, 2)
+
+    def forward(self, x):
+        return 2.0 * self.lin(x)
+
+
+@pytest.mark.parametrize("kind", ["tanh-sequential", "lib-mlp", "relu-mlp", "other-module"])
+def test_stacked_module_kinds_equal_separate_runs(kind):
+    # MLPs (nn.Sequential of Linear and elementwise activations, lib.models.mlp.MLP / ReLUMLP) are applied layer by
+    # layer under vmap, any other module through functional_call; both must give every model the trajectory of its
+    # own train() run: float64, Adam, 30 minibatch steps, parameters equal to rtol 1e-10 (round-off of the batched
+    # matrix products)
+    from lib.models.mlp import MLP, ReLUMLP
+
+    def make(k):
+        torch.manual_seed(k)
+        if kind == "tanh-sequential":
+            return torch.nn.Sequential(torch.nn.Linear(D, 5), torch.nn.Tanh(), torch.nn.Linear(5, 5), torch.nn.GELU(),
+                                       torch.nn.Linear(5, 2)).double()
+        if kind == "lib-mlp":
+            return MLP(D, 2, depth=3, width=5).double()
+        if kind == "relu-mlp":
+            return ReLUMLP(D, width=5, depth=3, out_dim=1)
+        return _Scaled().double()
+
+    X, Y, idx = _data()
+    X, Y = X.double(), Y.double()
+    if kind == "relu-mlp":
+        Y = Y[..., 0]
+    pick = lambda s, k: (X[k][idx[s, k]], Y[k][idx[s, k]])
+    solos = []
+    for k in range(K):
+        m = make(k)
+        train.train(m, _mse, steps=STEPS, optimizer="adam", lr=0.01, batch_fn=lambda s, g, k=k: pick(s, k))
+        solos.append(m)
+    models = [make(k) for k in range(K)]
+    assert (train._mlp_plan(models[0]) is None) == (kind == "other-module")
+    batch = lambda s, g: tuple(torch.stack(t) for t in zip(*[pick(s, k) for k in range(K)]))
+    res = train.train_stacked(models, _mse, steps=STEPS, optimizer="adam", lr=0.01, batch_fn=batch)
+    for k, m in enumerate(solos):
+        for n, p in m.named_parameters():
+            assert torch.allclose(res.params[n][k], p.detach(), rtol=1e-10, atol=1e-12), (kind, k, n)
+
+
+def test_train_with_tracker_steps_with_its_gradient():
+    # GD with a SharpnessTracker: the loss and gradient of the tracker's Hessian graph drive the step; the run and
+    # the recorded sharpness equal those of a plain run that calls a tracker from record (float64, to 1e-12)
+    from lib import curvature
+
+    g = torch.Generator().manual_seed(0)
+    X, y = torch.randn(40, 3, generator=g, dtype=torch.float64), torch.randn(40, generator=g, dtype=torch.float64)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1)).double()
+    theta0, loss = curvature.flatten_module(model, lambda call: ((call(X).squeeze(-1) - y) ** 2).mean())
+    plain = curvature.SharpnessTracker()
+    a = train.train(theta0.clone(), loss, lr=0.2, steps=30, record=lambda th, s: {"sharpness": plain(loss, th)})
+    reuse = curvature.SharpnessTracker()
+    b = train.train(theta0.clone(), loss, lr=0.2, steps=30, tracker=reuse, record_every=1)
+    assert torch.allclose(a.params, b.params, rtol=1e-12, atol=1e-14)
+    assert np.allclose(a.history["loss"], b.history["loss"], rtol=1e-12)
+    assert np.allclose(a.history["sharpness"], b.history["sharpness"], rtol=1e-10)
+    with pytest.raises(ValueError, match="tracker"):
+        train.train(theta0.clone(), loss, lr=0.2, steps=3, tracker=object())
+    with pytest.raises(ValueError, match="tracker"):
+        train.train(theta0.clone(), lambda th, b: loss(th), lr=0.2, steps=3, tracker=reuse,
+                    batch_fn=lambda s, gen: None)
