@@ -16,7 +16,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 GENERIC = {"__init__", "config", "chapter", "claims", "widgets", "curvature", "sweep", "_cache_format", "train",
-           "_optim", "plots", "maps", "flows", "curves", "stats", "success", "paper_scale"}
+           "_optim", "_stacking", "plots", "maps", "flows", "curves", "stats", "success", "paper_scale"}
 SHARED = ("models", "data", "graphs")
 MAX_LINES = 600
 

@@ -41,24 +41,9 @@ from lib.models.transformer import Transformer, TransformerConfig
 from lib.train import train
 
 __all__ = [
-    "icl_banks",
-    "cyclic_tasks",
-    "all_tasks",
-    "unseen_tasks",
-    "condition_632",
-    "ood_patterns",
-    "sample_icl_prompts",
-    "icl_model",
-    "icl_forward",
-    "icl_metrics",
-    "train_icl",
-    "neuron_rows",
-    "projection_norms",
-    "pruning_curve",
-    "one_run",
-    "BASELINES",
-    "baseline_errors",
-    "train_icl_gpt",
+    "icl_banks", "cyclic_tasks", "all_tasks", "unseen_tasks", "condition_632", "ood_patterns", "sample_icl_prompts",
+    "icl_model", "icl_forward", "icl_metrics", "train_icl", "neuron_rows", "projection_norms", "pruning_curve",
+    "one_run", "BASELINES", "baseline_errors", "train_icl_gpt",
 ]
 
 
