@@ -64,9 +64,14 @@ test: $(STAMP) $(NODE_STAMP) lint unit
 	$(JB) clean --all .
 	$(CLEAR_CACHE)
 	BOOK_MODE=quick $(JB) build . -W --keep-going
-	BOOK_MODE=quick $(VENV)/bin/pytest -q -m book
-	@if [ -x "$(CHROMIUM)" ]; then $(MAKE) --no-print-directory test-browser; \
-	else echo "Browser test skipped: no Chromium at $(CHROMIUM) (Debian: apt-get install chromium)"; fi
+	@# the post-build checks and the browser test read the build and nothing else: run side by side (two cores)
+	@echo "BOOK_MODE=quick pytest -q -m book (beside the browser test; its output follows it)"
+	@BOOK_MODE=quick $(VENV)/bin/pytest -q -m book > _build/book-checks.log 2>&1 & checks=$$!; browser=0; \
+	if [ -x "$(CHROMIUM)" ]; then $(MAKE) --no-print-directory test-browser || browser=1; \
+	else echo "Browser test skipped: no Chromium at $(CHROMIUM) (Debian: apt-get install chromium)"; fi; \
+	wait $$checks; status=$$?; cat _build/book-checks.log; \
+	if [ $$status != 0 ]; then echo "post-build checks failed"; fi; \
+	test $$status = 0 && test $$browser = 0
 
 # the full book with warnings as errors and the post-build checks at full-mode budgets (not part of CI: run it before
 # resolving an issue that changes a chapter)
