@@ -5,7 +5,7 @@
 // On every page and width: no console error, no uncaught exception, no failed or external request; the page
 // does not scroll sideways on a phone; every math element is typeset by the MathJax the book serves itself;
 // no theorem box holds raw TeX; no code cell is wider than its box; on a phone the claims tables are stacked,
-// not scrolled;
+// not scrolled, and no output figure is shown below three quarters of its drawn size;
 // the sidebar button opens the table of contents on a phone and folds the sidebar on a desktop. At 1280 px
 // every static widget frame changes when one of its sliders moves (by script and by keyboard).
 //
@@ -167,6 +167,23 @@ async function claimsTables(page, ctx) {
   return res.clipped.slice(0, 5).map((c) => `claims table: status ${c} is cut off at ${ctx.vp.name} width`);
 }
 
+/** On a phone the output figures stay legible (book/_ext/static/eld_figures.js): none is shown below three
+ *  quarters of its drawn size (a figure scrolls sideways in its own box instead of shrinking to the column). */
+async function phoneFigures(page, ctx) {
+  if (ctx.vp.name !== "phone") return [];
+  const res = await page.evaluate(async () => {
+    const imgs = [...document.querySelectorAll("div.cell_output img")].filter((i) => !i.closest(".eld-static-widget"));
+    await Promise.all(imgs.map((i) => (i.complete ? null : new Promise((r) => { i.onload = r; i.onerror = r; }))));
+    await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+    const small = imgs.filter((i) => i.naturalWidth && i.getBoundingClientRect().width < 0.74 * i.naturalWidth)
+      .map((i) => `${Math.round(i.getBoundingClientRect().width)} of ${i.naturalWidth} px`);
+    return { n: imgs.length, small };
+  });
+  if (res.n) ctx.summary.push(`phone figures ${res.n}`);
+  return res.small.length ? [`${res.small.length} figures shrink below 3/4 of their size on a phone, e.g. ${res.small[0]}`]
+    : [];
+}
+
 /** Code cells fit their box: no input line runs out of it behind a sideways scroll (book/_ext/static/eld_layout.css
  *  sets code in a size that holds the chapters' 88 columns at desktop width and wraps longer lines when narrower). */
 async function codeFits(page, ctx) {
@@ -212,7 +229,7 @@ async function claimsStacked(page, ctx) {
 // Run on every page at every width, in this order; then the screenshot, the sidebar (it changes the page) and,
 // last, the console (it must see what the other checks caused).
 export const CHECKS = [noSidewaysScroll, mathRendered, noRawTexInTheorems, codeFits, widgetsMove, claimsTables,
-  claimsStacked];
+  claimsStacked, phoneFigures];
 
 // ---- the run
 
