@@ -5,7 +5,11 @@ MIME bundle carries both
 
 * ``application/vnd.jupyter.widget-view+json``: live ipywidgets controls that call ``plot_fn`` on every change;
 * ``text/html``: the figure precomputed on a grid of slider values, as PNG frames swapped by a small
-  JavaScript slider (marked ``data-eld-static``).
+  JavaScript slider (marked ``data-eld-static``). The frames are every combination of a coarse grid
+  (:func:`static_grid`, at most ``max_frames``) and, for each numeric slider, a finer line of values with the
+  other sliders at their starting values (:func:`static_lines`): a continuous parameter gets more than the two
+  end positions a many-slider grid leaves it, at the cost of a few frames. Choosing a value of one line moves
+  the other sliders back to their nearest grid value, or to their starting value, so that a frame exists.
 
 Jupyter renders the widget view; the book's ``_config.yml`` ranks ``text/html`` first for the HTML builder,
 so the page shows the static form. ``tests`` fail any widget output without the static form.
@@ -81,29 +85,64 @@ def static_grid(sliders: dict[str, list], static: dict[str, Sequence] | None, ma
     return grid
 
 
+def static_lines(sliders: dict[str, list], static: dict[str, Sequence] | None, grid: dict[str, list],
+                 points: int) -> dict[str, list]:
+    """The positions of each slider in the static form: for a numeric slider with at least three values, up to
+    ``points`` evenly spaced values of ``static`` (else ``sliders``) together with the values of ``grid``, in
+    their order in that list; a menu, a fixed parameter or a two-valued slider keeps ``grid``."""
+    check_int("points", points, minimum=2)
+    if not isinstance(grid, dict) or set(grid) != set(sliders):
+        raise ValueError(f"grid must have the names of sliders {sorted(sliders)}")
+    lines = {}
+    for name, values in grid.items():
+        source = list(static[name]) if static and name in static else list(sliders[name])
+        if len(values) < 2 or len(source) < 3 or not all(_is_number(v) for v in source):
+            lines[name] = list(values)
+            continue
+        keep = set(np.unique(np.round(np.linspace(0, len(source) - 1, min(points, len(source)))).astype(int)))
+        keep |= {i for i, v in enumerate(source) if any(v == g for g in values)}
+        lines[name] = [source[i] for i in sorted(keep)]
+    return lines
+
+
+def _position(options: list, want) -> int:
+    """Index of the option nearest to ``want`` (numbers by distance, others by equality)."""
+    dist = [abs(float(o) - float(want)) if _is_number(o) and _is_number(want) else (0 if o == want else 1)
+            for o in options]
+    return int(np.argmin(dist))
+
+
 def static_html(plot_fn: Callable, grid: dict[str, list], initial: dict, *, dpi: int = 72, caption: str = "",
-                labels: dict[str, str] | None = None) -> str:
-    """The static form: every combination of ``grid`` rendered once, and one JavaScript control per slider
-    (named by ``labels[name]`` where given)."""
+                labels: dict[str, str] | None = None, lines: dict[str, list] | None = None) -> str:
+    """The static form: every combination of ``grid`` rendered once, each value of ``lines`` (the finer
+    positions of a slider, :func:`static_lines`; default ``grid``) with the other sliders at their starting
+    values, and one JavaScript control per slider (named by ``labels[name]`` where given)."""
     check_callable("plot_fn", plot_fn)
     names = list(grid)
+    lines = {n: list(grid[n]) for n in names} if lines is None else lines
+    if not isinstance(lines, dict) or set(lines) != set(names):
+        raise ValueError(f"lines must have the names of grid {names}")
+    for n in names:
+        if not all(any(g == v for v in lines[n]) for g in grid[n]):
+            raise ValueError(f"lines[{n!r}] must hold every value of grid[{n!r}]")
     shown = {n: (labels or {}).get(n, n) for n in names}
+    # slider positions: the values of `lines`; the coarse grid is a subset of them, the start is on the grid
+    on_grid = {n: [lines[n].index(next(v for v in lines[n] if v == g)) for g in grid[n]] for n in names}
+    start = [on_grid[n][_position(grid[n], initial.get(n, grid[n][len(grid[n]) // 2]))] for n in names]
+    combos = list(itertools.product(*[on_grid[n] for n in names]))
+    for j, n in enumerate(names):  # each finer value of one slider, the others at their start
+        combos += [tuple(i if k == j else start[k] for k in range(len(names)))
+                   for i in range(len(lines[n])) if i not in on_grid[n]]
     frames, seconds = {}, []
-    for combo in itertools.product(*[range(len(grid[n])) for n in names]):
-        values = {n: _native(grid[n][i]) for n, i in zip(names, combo)}
+    for combo in combos:
+        values = {n: _native(lines[n][i]) for n, i in zip(names, combo)}
         t0 = time.perf_counter()
         png = render_png(plot_fn(**values), dpi=dpi)
         seconds.append(time.perf_counter() - t0)
         frames["_".join(map(str, combo))] = "data:image/png;base64," + base64.b64encode(png).decode()
     # each frame is one call of the live widget's callback: the build reports its time per chapter
     chapter.note_widget_frames(seconds)
-    start = []
-    for n in names:
-        opts = grid[n]
-        want = initial.get(n, opts[len(opts) // 2])
-        dist = [abs(float(o) - float(want)) if _is_number(o) and _is_number(want) else (0 if o == want else 1)
-                for o in opts]
-        start.append(int(np.argmin(dist)))
+    grid = lines  # the controls offer every position
     # the element id is a digest of the frames and the widget's number in this process (a chapter's kernel), not
     # random, so that rebuilding a chapter gives the same HTML byte for byte
     digest = hashlib.sha256(json.dumps([names, start, sorted(frames.items())]).encode()).hexdigest()[:8]
@@ -124,7 +163,8 @@ def static_html(plot_fn: Callable, grid: dict[str, list], initial: dict, *, dpi:
             f'<label style="display:flex;align-items:center;gap:0.6em;margin:2px 0">'
             f'<span class="eld-widget-label" style="min-width:9em">{html.escape(shown[n])}</span>'
             f'<input type="range" min="0" max="{len(grid[n]) - 1}" step="1" value="{start[j]}" '
-            f'data-labels=\'{html.escape(values)}\' style="flex:1;max-width:24em" aria-label="{html.escape(shown[n])}">'
+            f'data-labels=\'{html.escape(values)}\' data-grid="{",".join(map(str, on_grid[n]))}" '
+            f'data-start="{start[j]}" style="flex:1;max-width:24em" aria-label="{html.escape(shown[n])}">'
             f'<output style="min-width:5em;font-family:monospace">{html.escape(_fmt(grid[n][start[j]]))}</output>'
             f"</label>"
         )
@@ -132,9 +172,12 @@ def static_html(plot_fn: Callable, grid: dict[str, list], initial: dict, *, dpi:
     alt = (caption or "figure") + " (for the values chosen with the controls above)"
     cap = (f'<div class="eld-widget-caption" style="font-size:90%;color:#555">{html.escape(caption)}</div>'
            if caption else "")
+    finer = any(len(lines[n]) > len(on_grid[n]) for n in names) and len(names) > 1
     note = (
-        '<div style="font-size:80%;color:#777">Static form: frames precomputed when the book was built. '
-        "Run the notebook in Jupyter for the live widget with finer sliders.</div>"
+        '<div style="font-size:80%;color:#777">Static form: frames precomputed when the book was built'
+        + ("; a slider's in-between values are drawn with the other sliders at their starting values, and"
+           " choosing one moves the others back" if finer else "")
+        + ". Run the notebook in Jupyter for the live widget with finer sliders.</div>"
     )
     script = f"""
 <script type="text/javascript">
@@ -143,14 +186,29 @@ def static_html(plot_fn: Callable, grid: dict[str, list], initial: dict, *, dpi:
   var frames = JSON.parse(root.querySelector("script[type='application/json']").textContent);
   var inputs = root.querySelectorAll("input[data-labels]");
   var img = root.querySelector("img");
-  function update() {{
-    var key = [];
+  function key() {{
+    return Array.prototype.map.call(inputs, function(inp) {{ return inp.value; }}).join("_");
+  }}
+  function update(evt) {{
+    var moved = evt && evt.target;
+    if (!frames[key()]) {{
+      // no frame: the other sliders go to their nearest grid value, and if that is not enough to their start
+      inputs.forEach(function(inp) {{
+        if (inp === moved || !inp.hasAttribute("data-grid")) return;
+        var grid = inp.getAttribute("data-grid").split(",").map(Number), v = parseInt(inp.value);
+        inp.value = String(grid.reduce(function(a, b) {{ return Math.abs(b - v) < Math.abs(a - v) ? b : a; }}));
+      }});
+    }}
+    if (!frames[key()]) {{
+      inputs.forEach(function(inp) {{
+        if (inp !== moved && inp.hasAttribute("data-start")) inp.value = inp.getAttribute("data-start");
+      }});
+    }}
     inputs.forEach(function(inp) {{
-      key.push(inp.value);
       var labels = JSON.parse(inp.getAttribute("data-labels"));
       inp.parentNode.querySelector("output").textContent = labels[parseInt(inp.value)];
     }});
-    var src = frames[key.join("_")];
+    var src = frames[key()];
     if (src) {{ img.src = src; }}
   }}
   inputs.forEach(function(inp) {{ inp.addEventListener("input", update); }});
@@ -171,7 +229,7 @@ def _is_number(x) -> bool:
 class SliderFigure:
     """A figure driven by sliders; display it as the last expression of a cell (see :func:`slider_figure`)."""
 
-    def __init__(self, plot_fn, sliders, static, initial, dpi, caption, max_frames, labels=None):
+    def __init__(self, plot_fn, sliders, static, initial, dpi, caption, max_frames, labels=None, line_points=5):
         self.plot_fn = plot_fn
         self.sliders = sliders
         self.initial = initial
@@ -179,7 +237,9 @@ class SliderFigure:
         self.caption = caption
         self.labels = {n: (labels or {}).get(n, n) for n in sliders}
         self.grid = static_grid(sliders, static, max_frames)
-        self.html = static_html(plot_fn, self.grid, initial, dpi=dpi, caption=caption, labels=self.labels)
+        self.lines = static_lines(sliders, static, self.grid, line_points)
+        self.html = static_html(plot_fn, self.grid, initial, dpi=dpi, caption=caption, labels=self.labels,
+                                lines=self.lines)
         self._widget = None
 
     @property
@@ -230,6 +290,7 @@ def slider_figure(
     caption: str = "",
     max_frames: int | None = None,
     labels: dict[str, str] | None = None,
+    line_points: int | None = None,
 ) -> SliderFigure:
     """A slider-driven figure with a live form in Jupyter and a static form in the HTML book.
 
@@ -237,12 +298,16 @@ def slider_figure(
         plot_fn: ``plot_fn(**values) -> matplotlib.figure.Figure``; must be fast (well under a second).
         sliders: parameter name -> the values its live slider offers (numbers give a slider, strings a menu).
         static: parameter name -> the values precomputed for the static form (default: ``sliders``); the
-            static form holds every combination, thinned to at most ``max_frames`` frames.
+            static form holds every combination, thinned to at most ``max_frames`` frames, and each numeric
+            slider's finer values along its own line (``line_points``).
         initial: parameter name -> starting value (default: the middle of each list).
         dpi: resolution of the rendered frames.
         caption: one line above the controls (live and static): what to look for.
-        max_frames: cap on the static frames (default 16 in quick mode, 60 in full mode).
+        max_frames: cap on the static frames of the coarse grid (default 16 in quick mode, 60 in full mode).
         labels: parameter name -> the words its control shows (default: the name).
+        line_points: most positions of a numeric slider in the static form, its grid values included
+            (default 5 in quick mode, 9 in full mode): the values off the grid are drawn with the other
+            sliders at their starting values, one frame each.
     """
     if not callable(plot_fn):
         raise ValueError("plot_fn must be callable")
@@ -262,6 +327,9 @@ def slider_figure(
         max_frames = pick(quick=16, full=60)
     check_int("max_frames", max_frames, minimum=1, maximum=400)
     check_int("dpi", dpi, minimum=20, maximum=300)
+    if line_points is None:
+        line_points = pick(quick=5, full=9)
+    check_int("line_points", line_points, minimum=2, maximum=50)
     if not isinstance(caption, str):
         raise ValueError(f"caption must be a string, got {caption!r}")
     if labels is not None:
@@ -270,4 +338,4 @@ def slider_figure(
         unknown = set(labels) - set(clean)
         if unknown:
             raise ValueError(f"labels names {sorted(unknown)} are not among sliders {sorted(clean)}")
-    return SliderFigure(plot_fn, clean, static, dict(initial or {}), dpi, caption, max_frames, labels)
+    return SliderFigure(plot_fn, clean, static, dict(initial or {}), dpi, caption, max_frames, labels, line_points)

@@ -183,6 +183,49 @@ def test_slider_figure_has_live_and_static_forms():
         widgets.slider_figure(draw, {"a": [1]}, labels={"b": "bee"})
 
 
+def test_static_widget_offers_finer_lines_for_numeric_sliders():
+    """A numeric slider keeps more than the two end positions a many-slider grid leaves it: its in-between values
+    are drawn with the other sliders at their starting values (one frame each); menus keep their grid."""
+    import re
+
+    import matplotlib.pyplot as plt
+
+    def draw(a, b, label):
+        fig = plt.figure(figsize=(1, 1))
+        fig.gca().plot([0, a, b])
+        fig.gca().set_title(label)
+        return fig
+
+    sliders = {"a": list(np.linspace(0, 1, 11)), "b": [1.0, 2.0, 3.0, 4.0], "label": ["x", "y", "z"]}
+    sf = widgets.slider_figure(draw, sliders, max_frames=8, line_points=5,
+                               initial={"a": 0.5, "b": 1.0, "label": "x"})
+    assert [len(v) for v in sf.grid.values()] == [2, 2, 2]
+    assert len(sf.lines["a"]) == 5 and len(sf.lines["b"]) == 4 and sf.lines["label"] == sf.grid["label"]
+    page = sf.html
+    # 8 grid frames, then a's 3 and b's 2 values off the grid, each once
+    assert len(_json_frames(page)) == 8 + 3 + 2
+    assert re.findall(r'max="(\d+)"', page) == ["4", "3", "1"]
+    assert 'data-grid="0,4"' in page and "in-between values" in page
+    # every position of every slider has a frame with the others at their start
+    starts = [int(s) for s in re.findall(r'data-start="(\d+)"', page)]
+    frames = _json_frames(page)
+    for j, n in enumerate(["a", "b", "label"]):
+        for i in range(len(sf.lines[n])):
+            assert "_".join(str(i if k == j else s) for k, s in enumerate(starts)) in frames
+    with pytest.raises(ValueError, match="lines"):
+        widgets.static_html(draw, {"a": [0.0, 1.0], "b": [1.0], "label": ["x"]}, {},
+                            lines={"a": [0.0], "b": [1.0], "label": ["x"]})
+    with pytest.raises(ValueError, match="line_points"):
+        widgets.slider_figure(draw, sliders, line_points=1)
+
+
+def _json_frames(page: str) -> dict:
+    import json
+    import re
+
+    return json.loads(re.search(r'<script type="application/json">(.*?)</script>', page, re.S).group(1))
+
+
 def test_static_widget_html_is_reproducible(monkeypatch):
     """The static widget's element id is not random: the same widget, numbered the same, gives the same HTML (a
     rebuilt chapter is byte-identical), and two equal widgets in one chapter still get distinct ids."""

@@ -140,7 +140,15 @@ async function widgetsMove(page, ctx) {
     }
     if (movable === 0) out.push(`widget ${i + 1}: no slider can move`);
   }
-  if (n) ctx.summary.push(`widgets ${n}`);
+  if (n) {
+    // sliders of numbers left with two positions (the grid's ends): lib/widgets.py gives a numeric slider with
+    // more values a finer line, so these are parameters the chapter offers at two values only
+    const two = await page.evaluate(() => [...document.querySelectorAll("[data-eld-static] input[type=range]")]
+      .filter((e) => +e.max === 1 && JSON.parse(e.getAttribute("data-labels")).every((l) => !isNaN(parseFloat(l))))
+      .length);
+    const total = await page.locator("[data-eld-static] input[type=range]").count();
+    ctx.summary.push(`widgets ${n} (sliders ${total}, numeric with 2 positions ${two})`);
+  }
   return out;
 }
 
