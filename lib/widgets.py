@@ -87,21 +87,25 @@ def static_grid(sliders: dict[str, list], static: dict[str, Sequence] | None, ma
 
 def static_lines(sliders: dict[str, list], static: dict[str, Sequence] | None, grid: dict[str, list],
                  points: int) -> dict[str, list]:
-    """The positions of each slider in the static form: for a numeric slider with at least three values, up to
-    ``points`` evenly spaced values of ``static`` (else ``sliders``) together with the values of ``grid``, in
-    their order in that list; a menu, a fixed parameter or a two-valued slider keeps ``grid``."""
+    """The positions of each slider in the static form. A numeric slider whose live form offers at least three
+    values gets up to ``points`` evenly spaced values of ``sliders`` together with its values on ``grid``, in
+    increasing order; a menu, a parameter ``static`` fixes (one value on the grid) or a two-valued slider keeps
+    its ``grid`` values. ``static`` is accepted for symmetry with :func:`static_grid` and only checked."""
     check_int("points", points, minimum=2)
     if not isinstance(grid, dict) or set(grid) != set(sliders):
         raise ValueError(f"grid must have the names of sliders {sorted(sliders)}")
+    if static is not None and not isinstance(static, dict):
+        raise ValueError(f"static must be a dict name -> values or None, got {static!r}")
     lines = {}
     for name, values in grid.items():
-        source = list(static[name]) if static and name in static else list(sliders[name])
-        if len(values) < 2 or len(source) < 3 or not all(_is_number(v) for v in source):
+        source = list(sliders[name])
+        if len(values) < 2 or len(source) < 3 or not all(_is_number(v) for v in [*source, *values]):
             lines[name] = list(values)
             continue
-        keep = set(np.unique(np.round(np.linspace(0, len(source) - 1, min(points, len(source)))).astype(int)))
-        keep |= {i for i, v in enumerate(source) if any(v == g for g in values)}
-        lines[name] = [source[i] for i in sorted(keep)]
+        idx = np.unique(np.round(np.linspace(0, len(source) - 1, min(points, len(source)))).astype(int))
+        chosen = [source[i] for i in idx]
+        chosen += [g for g in values if not any(g == c for c in chosen)]
+        lines[name] = sorted(chosen, key=float)
     return lines
 
 
@@ -299,7 +303,7 @@ def slider_figure(
         sliders: parameter name -> the values its live slider offers (numbers give a slider, strings a menu).
         static: parameter name -> the values precomputed for the static form (default: ``sliders``); the
             static form holds every combination, thinned to at most ``max_frames`` frames, and each numeric
-            slider's finer values along its own line (``line_points``).
+            slider's finer values along its own line (``line_points`` of the live values, :func:`static_lines`).
         initial: parameter name -> starting value (default: the middle of each list).
         dpi: resolution of the rendered frames.
         caption: one line above the controls (live and static): what to look for.
