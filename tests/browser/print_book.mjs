@@ -6,10 +6,33 @@
 // (sliders do not work on paper), the math is typeset by the MathJax the book serves, and Chromium prints it to
 // A4 with a bookmark outline. Nothing is fetched from the network.
 //
+// The outline is Chromium's, built from the headings: a chapter's headings are moved one level down so that the
+// chapters sit under their part; headings keep their spaces where they wrap on the sheet (Chromium joins the
+// lines of a wrapped heading without one unless the spaces are preserved); the math in a heading is followed
+// by a plain-text copy (eta = 1.01 as "η=1.01") in transparent 1-px type, since Chromium takes a bookmark's
+// title from the text drawn in the heading and MathJax draws its glyphs where the outline does not see them;
+// the cover's title is not a heading, so the book's title is bookmarked once.
+//
 // Usage: node tests/browser/print_book.mjs [--html _build/html] [--out _build/pdf/book.pdf]
 import fs from "node:fs";
 import path from "node:path";
 import { ROOT, launch, offlineContext, serve, tocPages } from "./common.mjs";
+
+/** The pages of `_toc.yml` listed under a part's page (its `sections:`): their headings go one level down. */
+function nestedPages(toc = path.join(ROOT, "_toc.yml")) {
+  const nested = [];
+  let sectionsIndent = -1;
+  for (const line of fs.readFileSync(toc, "utf8").split("\n")) {
+    const indent = line.search(/\S/);
+    if (indent < 0) continue;
+    if (/^\s*sections:/.test(line)) { sectionsIndent = indent; continue; }
+    const m = line.match(/^\s*-\s*file:\s*["']?([^"'\s#]+)/);
+    if (!m) continue;
+    if (sectionsIndent >= 0 && indent > sectionsIndent) nested.push(m[1].replace(/\.(md|ipynb)$/, ""));
+    else sectionsIndent = -1;
+  }
+  return nested;
+}
 
 const args = { html: path.join(ROOT, "_build", "html"), out: path.join(ROOT, "_build", "pdf", "book.pdf") };
 for (let i = 2; i < process.argv.length; i++) {
@@ -22,7 +45,6 @@ const PRINT_CSS = `
   @page { size: A4; margin: 16mm 14mm 18mm 14mm; }
   .eld-print-page { break-before: page; }
   .eld-print-cover { break-after: page; text-align: center; padding-top: 30%; }
-  .eld-print-cover h1 { font-size: 2.6em; }
   .eld-static-widget label, .eld-static-widget > div:last-of-type { display: none !important; }
   pre, .highlight pre { white-space: pre-wrap; word-break: break-word; }
   /* long code cells break across sheets instead of leaving an empty frame behind (a scroll box cannot break) */
@@ -30,6 +52,10 @@ const PRINT_CSS = `
     break-inside: auto !important; overflow: visible !important; }
   img { break-inside: avoid; }
   * { box-shadow: none !important; text-shadow: none !important; }
+  /* a wrapped heading keeps its spaces, so that the bookmark made from it does not glue words together */
+  h1, h2, h3, h4, h5, h6 { white-space: pre-wrap; }
+  .eld-outline-text { color: transparent; font-size: 1px; }
+  .eld-print-cover .eld-print-title { font-size: 2.6em; font-weight: 700; margin: 0.5em 0; }
   /* the theme prints each page's title in a header of its own and hides the article's first h1; tables it keeps
      on one sheet, which clips long ones */
   .bd-main .bd-content .bd-article h1:first-of-type { display: block !important; }
@@ -39,7 +65,30 @@ const PRINT_CSS = `
 `;
 
 /** Runs in the page: replace its article by the articles of all `pages`, and typeset their math. */
-async function assemble({ pages, base, css }) {
+async function assemble({ pages, nested, base, css }) {
+  // TeX of a heading's math as plain text for the bookmark: Greek letters and relations as Unicode, digits and
+  // signs raised or lowered, \frac{a}{b} as a/b, other commands by their name
+  const GREEK = { alpha: "α", beta: "β", gamma: "γ", delta: "δ", epsilon: "ε", varepsilon: "ε", zeta: "ζ", eta: "η",
+    theta: "θ", kappa: "κ", lambda: "λ", mu: "μ", nu: "ν", xi: "ξ", pi: "π", rho: "ρ", sigma: "σ", tau: "τ",
+    phi: "φ", chi: "χ", psi: "ψ", omega: "ω", Gamma: "Γ", Delta: "Δ", Theta: "Θ", Lambda: "Λ", Sigma: "Σ",
+    Phi: "Φ", Psi: "Ψ", Omega: "Ω", le: "≤", leq: "≤", ge: "≥", geq: "≥", ne: "≠", approx: "≈", times: "×",
+    cdot: "·", infty: "∞", to: "→", pm: "±", sim: "∼", propto: "∝", ell: "ℓ" };
+  const SUP = { 0: "⁰", 1: "¹", 2: "²", 3: "³", 4: "⁴", 5: "⁵", 6: "⁶", 7: "⁷", 8: "⁸", 9: "⁹", "+": "⁺", "-": "⁻",
+    "−": "⁻", n: "ⁿ", i: "ⁱ", T: "ᵀ", h: "ʰ" };
+  const SUB = { 0: "₀", 1: "₁", 2: "₂", 3: "₃", 4: "₄", 5: "₅", 6: "₆", 7: "₇", 8: "₈", 9: "₉", "+": "₊", "-": "₋",
+    i: "ᵢ", j: "ⱼ", k: "ₖ", m: "ₘ", n: "ₙ", d: "d", o: "ₒ", "*": "*", "(": "₍", ")": "₎" };
+  const shift = (s, table, mark) => ([...s].every((c) => table[c]) ? [...s].map((c) => table[c]).join("")
+    : `${mark}${s.length > 1 ? `(${s})` : s}`);
+  const plainTex = (tex) => {
+    let s = tex.replace(/^\\\(|\\\)$/g, "").replace(/^\$+|\$+$/g, "");
+    s = s.replace(/\\t?frac\{([^{}]*)\}\{([^{}]*)\}/g, "$1/$2").replace(/\\t?frac(\w)(\w)/g, "$1/$2");
+    s = s.replace(/\\(?:tilde|widetilde)\s*\{?(\w)\}?/g, "$1\u0303").replace(/\\(?:big|Big|left|right|mathbf|mathrm|mathcal|operatorname)/g, "");
+    s = s.replace(/\\(sin|cos|tan|log|ln|exp|min|max)\b\s*/g, " $1 ").replace(/ ([(\[])/g, "$1");
+    s = s.replace(/\\([A-Za-z]+)/g, (m, name) => GREEK[name] || name);
+    s = s.replace(/\^\{([^{}]*)\}|\^(\S)/g, (m, a, b) => shift(a ?? b, SUP, "^"));
+    s = s.replace(/_\{([^{}]*)\}|_(\S)/g, (m, a, b) => shift(a ?? b, SUB, "_"));
+    return s.replace(/[{}]/g, "").replace(/\\[,;! ]/g, " ").replace(/\s+/g, " ").trim();
+  };
   const idOf = (doc) => "doc-" + doc.replace(/[^A-Za-z0-9]+/g, "-");
   const docs = new Set(pages);
   const sections = [];
@@ -59,6 +108,27 @@ async function assemble({ pages, base, css }) {
       for (const child of [...e.childNodes]) if (child.nodeName !== "SUMMARY") div.appendChild(child);
       e.replaceWith(div);
     });
+    // one run of spaces between the words of a heading (its source lines may break inside it)
+    art.querySelectorAll("h1, h2, h3, h4, h5, h6").forEach((h) => {
+      const walker = d.createTreeWalker(h, NodeFilter.SHOW_TEXT);
+      for (let n = walker.nextNode(); n; n = walker.nextNode()) n.textContent = n.textContent.replace(/\s+/g, " ");
+    });
+    // the math of a heading followed by its plain text, drawn transparent: the bookmark's title reads it
+    art.querySelectorAll(":is(h1, h2, h3, h4, h5, h6) .math").forEach((m) => {
+      const span = d.createElement("span");
+      span.className = "eld-outline-text";
+      span.textContent = plainTex(m.textContent.trim());
+      m.after(span);
+    });
+    // a chapter's headings one level below its part's (h6 stays h6)
+    if (nested.includes(doc)) {
+      art.querySelectorAll("h1, h2, h3, h4, h5").forEach((h) => {
+        const lower = d.createElement("h" + (Number(h.tagName[1]) + 1));
+        for (const a of h.attributes) lower.setAttribute(a.name, a.value);
+        while (h.firstChild) lower.appendChild(h.firstChild);
+        h.replaceWith(lower);
+      });
+    }
     const prefix = idOf(doc);
     art.querySelectorAll("[id]").forEach((e) => { e.id = `${prefix}--${e.id}`; });
     art.querySelectorAll("img[src]").forEach((e) => { e.src = new URL(e.getAttribute("src"), url).href; });
@@ -73,7 +143,7 @@ async function assemble({ pages, base, css }) {
   }
   const title = (document.querySelector(".navbar-brand") || {}).textContent || "Executable Learning Dynamics";
   const built = new Date().toISOString().slice(0, 10);
-  const cover = `<section class="eld-print-cover"><h1>${title.trim()}</h1>
+  const cover = `<section class="eld-print-cover"><div class="eld-print-title">${title.trim()}</div>
     <p>Printed from the HTML book on ${built}. The live version, with working widgets, is the HTML book.</p></section>`;
   const article = document.querySelector("article.bd-article") || document.querySelector("main");
   article.innerHTML = cover + sections.join("\n");
@@ -118,7 +188,7 @@ async function main() {
     const page = await context.newPage();
     page.setDefaultTimeout(300000);
     await page.goto(`${server.url}/${pages[0]}.html`, { waitUntil: "load" });
-    const r = await page.evaluate(assemble, { pages, base: server.url, css: PRINT_CSS });
+    const r = await page.evaluate(assemble, { pages, nested: nestedPages(), base: server.url, css: PRINT_CSS });
     await page.emulateMedia({ media: "print" });
     fs.mkdirSync(path.dirname(args.out), { recursive: true });
     await page.pdf({
