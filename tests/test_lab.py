@@ -112,3 +112,14 @@ def test_lab_serves_a_chapter_as_a_notebook(lab_server):
     assert model["type"] == "notebook"
     code = [c for c in model["content"]["cells"] if c["cell_type"] == "code"]
     assert len(code) >= 3
+
+
+def test_chapters_carry_the_kernel_metadata_jupyterlab_writes():
+    """JupyterLab marks a notebook changed when its kernel metadata differs from the running kernel's, and saves
+    it two minutes later: a reader who only opened a chapter would find its file rewritten. The chapters carry
+    exactly what that save writes (checked by hand with JupyterLab 4.6 and Jupytext 1.19: the file stays
+    byte-identical)."""
+    want = "kernelspec:\n  name: python3\n  display_name: Python 3 (ipykernel)\n  language: python\n"
+    chapters = sorted(ROOT.glob("notebooks/*/[0-9]*.md")) + [ROOT / "notebooks" / "_template.md"]
+    bad = [str(p.relative_to(ROOT)) for p in chapters if want not in p.read_text().split("\n---\n", 1)[0] + "\n"]
+    assert not bad, f"kernel metadata differs from what JupyterLab writes in {bad}"
