@@ -99,7 +99,8 @@ def prop24_class_bound(m: int, K: int, n_features: int = 2, *, corrected: bool =
     return out
 
 
-def rooted_gamlp_classes(m: int, K: int, max_nodes: int, *, alpha: float = 2**-0.5, beta: float = 1 / np.pi) -> int:
+def rooted_gamlp_classes(m: int, K: int, max_nodes: int, *, alpha: float = 2**-0.5, beta: float = 1 / np.pi,
+                         single: bool = False) -> int:
     """The number of classes that GA-MLPs with :math:`\\Omega=\\{I,\\tilde A,\\dots,\\tilde A^K\\}`,
     :math:`\\tilde A=D^{-\\alpha}AD^{-\\beta}`, induce on every rooted graph with binary features whose graph is
     connected, has 2 to ``max_nodes`` nodes (all of networkx's atlas) and degrees at most ``m``: every graph, every
@@ -108,12 +109,14 @@ def rooted_gamlp_classes(m: int, K: int, max_nodes: int, *, alpha: float = 2**-0
     Two rooted graphs are in one class when :math:`(\\tilde A^k\\varphi(X))_{\\rm root}` agree for every :math:`k\\le K`
     and every :math:`\\varphi`; as these are linear in :math:`\\varphi`, the one-hot :math:`\\varphi` decides. The
     defaults of ``alpha`` and ``beta`` are irrational so that walk types of different degrees weigh differently;
-    values are compared after rounding to 9 decimals (a collision there can only merge classes)."""
+    values are compared after rounding to 9 decimals (a collision there can only merge classes). ``single=True``
+    counts the classes of the one operator :math:`\\tilde A^K` instead (the per-operator count of the proof)."""
     check_int("m", m, minimum=1)
     check_int("K", K, minimum=0)
     check_int("max_nodes", max_nodes, minimum=2, maximum=7)
     check_range("alpha", alpha, -10, 10)
     check_range("beta", beta, -10, 10)
+    check_bool("single", single)
     keys = set()
     for G in graph_atlas(max_nodes, min_nodes=2):
         if not nx.is_connected(G) or max(d for _, d in G.degree) > m:
@@ -122,7 +125,7 @@ def rooted_gamlp_classes(m: int, K: int, max_nodes: int, *, alpha: float = 2**-0
         L = np.array(list(product((0, 1), repeat=n)), dtype=np.float64)  # (2^n, n)
         X = np.concatenate([1.0 - L.T, L.T], axis=1)  # (n, 2 * 2^n): one-hot of feature 0, then of 1
         S = propagate(normalised_adjacency(G, alpha, beta), X, K)  # (K+1, n, 2 * 2^n)
-        S = np.round(S.reshape(K + 1, n, 2, -1), 9)
+        S = np.round(S.reshape(K + 1, n, 2, -1)[K if single else 0:], 9)
         for root in range(n):
             keys.update(map(bytes, np.ascontiguousarray(S[:, root].transpose(2, 0, 1))))
     return len(keys)

@@ -244,6 +244,9 @@ def test_prop24_bound_off_by_one_at_small_degree():
     assert rg.rooted_gamlp_classes(2, 1, 5) == 2 * (4 + 10)
     assert rg.prop24_class_bound(2, 1) == 2 * 5
     assert rg.prop24_class_bound(2, 1, corrected=True) == 2 * 15
+    # the operator A~ alone against the proof's per-operator binomials C(m + M_1 - 1, M_1): 1 and 5
+    assert rg.rooted_gamlp_classes(1, 1, 4, single=True) == 2
+    assert rg.rooted_gamlp_classes(2, 1, 5, single=True) == 14
 
 
 def test_rooted_gamlp_classes_plain_adjacency_sees_only_feature_counts():
