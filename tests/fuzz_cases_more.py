@@ -189,6 +189,9 @@ CASES = [
     # ---------------------------------------------------------------------------------------------- Part IV
     C(rooted_graphs.product_operator, "A:array X:array", np.eye(3), np.ones((3, 2))),
     C(rooted_graphs.per_class_spread, "outer:array inner:array", np.ones((2, 3)), np.ones((2, 3))),
+    C(rooted_graphs.prop24_class_bound, "m:count K:count n_features:count corrected:bool", 2, 1),
+    C(rooted_graphs.rooted_gamlp_classes, "m:count K:count max_nodes:count alpha:real beta:real single:bool",
+      1, 1, 3),
     C(telling_graphs_apart.lemma_a4_collisions, "n:count alpha:count", 4, 2),
     C(telling_graphs_apart.algorithm1_rank, "n:count", 10),
     C(telling_graphs_apart.depth2_tree, "G:object node:count", G6, 0),

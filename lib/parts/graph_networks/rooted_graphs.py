@@ -8,6 +8,8 @@ depth-:math:`K` GNNs and GA-MLPs tell apart, on full :math:`m`-ary trees (exactl
   they only see the number of blue nodes per level.
 * :func:`aggregation_tree_count`: the exact size of the set of Lemma A.6, against its bound
   :math:`(m-1)^{2^K-1}`.
+* :func:`prop24_class_bound` and :func:`rooted_gamlp_classes`: the class bound of the proof of Prop 2.4 (as printed,
+  one short, and corrected) against the GA-MLP classes of every small connected rooted graph.
 * :func:`enumerate_trees`: every binary labelling of a full :math:`m`-ary tree with its GNN class (root WL colour),
   GA-MLP class and attributed walk counts, for Props 2.6 and 2.7.
 * :func:`product_operator`: the nonlinear equivariant graph operator :math:`\\omega[A](X)=A(X\\odot AX)`, a
@@ -16,15 +18,16 @@ depth-:math:`K` GNNs and GA-MLPs tell apart, on full :math:`m`-ary trees (exactl
 
 from __future__ import annotations
 
+from itertools import product
 from math import comb
 
 import networkx as nx
 import numpy as np
 
-from lib.config import check_array, check_instance, check_int, check_int_array
+from lib.config import check_array, check_bool, check_instance, check_int, check_int_array, check_range
 from lib.graphs.equivalence import equivalence_classes
-from lib.graphs.generators import full_mary_tree, tree_labellings
-from lib.graphs.operators import adjacency, propagate
+from lib.graphs.generators import full_mary_tree, graph_atlas, tree_labellings
+from lib.graphs.operators import adjacency, normalised_adjacency, propagate
 from lib.graphs.wl import wl_colours_batch
 
 
@@ -74,6 +77,58 @@ def lemma_a6_bound(m: int, K: int) -> int:
     check_int("m", m, minimum=2)
     check_int("K", K, minimum=0)
     return (m - 1) ** (2**K - 1)
+
+
+def prop24_class_bound(m: int, K: int, n_features: int = 2, *, corrected: bool = False) -> int:
+    """The upper bound of the proof of Prop 2.4 (thesis appendix A.7) on the number of classes of rooted graphs
+    (degrees at most ``m``, ``n_features`` feature values) induced by GA-MLPs with
+    :math:`\\Omega=\\{I,\\tilde A,\\dots,\\tilde A^K\\}`: a product over the operators.
+
+    For :math:`\\tilde A^k`, :math:`k\\ge1`, the proof counts :math:`M_k=|\\mathcal X|\\,m\\,(k+m-2)^{m-1}` walk types
+    whose counts add up to at most :math:`m^k` and prints :math:`\\binom{m^k+M_k-1}{M_k}`; ``corrected=True`` gives
+    :math:`\\binom{m^k+M_k}{M_k}`, the number of vectors of :math:`M_k` non-negative integers with sum at most
+    :math:`m^k`. The identity contributes :math:`|\\mathcal X|` (the root's feature) in both."""
+    check_int("m", m, minimum=1)
+    check_int("K", K, minimum=0)
+    check_int("n_features", n_features, minimum=1)
+    check_bool("corrected", corrected)
+    out = n_features
+    for k in range(1, K + 1):
+        M = n_features * m * (k + m - 2) ** (m - 1)
+        out *= comb(m**k + M - (0 if corrected else 1), M)
+    return out
+
+
+def rooted_gamlp_classes(m: int, K: int, max_nodes: int, *, alpha: float = 2**-0.5, beta: float = 1 / np.pi,
+                         single: bool = False) -> int:
+    """The number of classes that GA-MLPs with :math:`\\Omega=\\{I,\\tilde A,\\dots,\\tilde A^K\\}`,
+    :math:`\\tilde A=D^{-\\alpha}AD^{-\\beta}`, induce on every rooted graph with binary features whose graph is
+    connected, has 2 to ``max_nodes`` nodes (all of networkx's atlas) and degrees at most ``m``: every graph, every
+    labelling, every root.
+
+    Two rooted graphs are in one class when :math:`(\\tilde A^k\\varphi(X))_{\\rm root}` agree for every :math:`k\\le K`
+    and every :math:`\\varphi`; as these are linear in :math:`\\varphi`, the one-hot :math:`\\varphi` decides. The
+    defaults of ``alpha`` and ``beta`` are irrational so that walk types of different degrees weigh differently;
+    values are compared after rounding to 9 decimals (a collision there can only merge classes). ``single=True``
+    counts the classes of the one operator :math:`\\tilde A^K` instead (the per-operator count of the proof)."""
+    check_int("m", m, minimum=1)
+    check_int("K", K, minimum=0)
+    check_int("max_nodes", max_nodes, minimum=2, maximum=7)
+    check_range("alpha", alpha, -10, 10)
+    check_range("beta", beta, -10, 10)
+    check_bool("single", single)
+    keys = set()
+    for G in graph_atlas(max_nodes, min_nodes=2):
+        if not nx.is_connected(G) or max(d for _, d in G.degree) > m:
+            continue
+        n = G.number_of_nodes()
+        L = np.array(list(product((0, 1), repeat=n)), dtype=np.float64)  # (2^n, n)
+        X = np.concatenate([1.0 - L.T, L.T], axis=1)  # (n, 2 * 2^n): one-hot of feature 0, then of 1
+        S = propagate(normalised_adjacency(G, alpha, beta), X, K)  # (K+1, n, 2 * 2^n)
+        S = np.round(S.reshape(K + 1, n, 2, -1)[K if single else 0:], 9)
+        for root in range(n):
+            keys.update(map(bytes, np.ascontiguousarray(S[:, root].transpose(2, 0, 1))))
+    return len(keys)
 
 
 def tree_walk_counts(m: int, K: int, labels: np.ndarray, pattern) -> np.ndarray:
@@ -216,4 +271,4 @@ def draw_aggregation_tree(ax, T, *, title: str = "") -> None:
     ax.axis("off")
 
 
-__all__ = [name for name in dir() if not name.startswith("_") and name not in ("plt", "nx", "np", "comb")]
+__all__ = [name for name in dir() if not name.startswith("_") and name not in ("plt", "nx", "np", "comb", "product")]

@@ -231,3 +231,24 @@ def test_product_operator_is_equivariant_and_counts_green_walks():
     assert rg.product_operator(AT, X[:, 0])[0] == 1 and rg.product_operator(AT, Xp[:, 0])[0] == 0
     with pytest.raises(ValueError, match="X must"):
         rg.product_operator(A, np.ones(4))
+
+
+def test_prop24_bound_off_by_one_at_small_degree():
+    # degree <= 1: the only rooted graphs with an edge are a root and one neighbour, 2 x 2 classes for every K,
+    # against the printed bound |X| * prod_k C(1 + 2 - 1, 2) = 2 and the corrected 2 * 3^K
+    for K in (1, 2, 3):
+        assert rg.rooted_gamlp_classes(1, K, 4) == 4
+        assert rg.prop24_class_bound(1, K) == 2
+        assert rg.prop24_class_bound(1, K, corrected=True) == 2 * 3**K
+    # degree <= 2, K = 1: root feature x multisets of 1 or 2 neighbours over 4 (degree, feature) types
+    assert rg.rooted_gamlp_classes(2, 1, 5) == 2 * (4 + 10)
+    assert rg.prop24_class_bound(2, 1) == 2 * 5
+    assert rg.prop24_class_bound(2, 1, corrected=True) == 2 * 15
+    # the operator A~ alone against the proof's per-operator binomials C(m + M_1 - 1, M_1): 1 and 5
+    assert rg.rooted_gamlp_classes(1, 1, 4, single=True) == 2
+    assert rg.rooted_gamlp_classes(2, 1, 5, single=True) == 14
+
+
+def test_rooted_gamlp_classes_plain_adjacency_sees_only_feature_counts():
+    # alpha = beta = 0 (the operator A): degree <= 2, K = 1 leaves the root feature and the neighbours' feature counts
+    assert rg.rooted_gamlp_classes(2, 1, 5, alpha=0.0, beta=0.0) == 2 * 5
