@@ -1,0 +1,44 @@
+"""The book's own pages agree with the table of contents: every chapter a page links exists and is in the book, and
+the introduction names every chapter of Part VI (it once said Part VI had no graph-transformer or in-context
+chapters, long after both were in the book)."""
+
+import re
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _toc_files() -> set[str]:
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    found = set()
+
+    def walk(entries):
+        for e in entries:
+            if "file" in e:
+                found.add(e["file"])
+            walk(e.get("sections", []))
+            walk(e.get("chapters", []))
+
+    walk([c for part in toc["parts"] for c in part["chapters"]])
+    return found
+
+
+def _chapter_links(page: Path) -> set[str]:
+    return {m.group(1) for m in re.finditer(r"\]\(\.\./(notebooks/[^)#]+)\.md", page.read_text())}
+
+
+def test_every_chapter_a_page_links_is_in_the_book():
+    toc = _toc_files()
+    for page in sorted((ROOT / "book").glob("*.md")):
+        stale = _chapter_links(page) - toc
+        assert not stale, f"{page.name} links chapters that are not in _toc.yml: {sorted(stale)}"
+
+
+def test_the_introduction_names_every_chapter_of_part_vi():
+    part_vi = {f for f in _toc_files() if f.startswith("notebooks/generalisation/")}
+    assert len(part_vi) >= 6
+    missing = part_vi - _chapter_links(ROOT / "book" / "intro.md")
+    assert not missing, f"book/intro.md does not name these Part VI chapters: {sorted(missing)}"
+    assert "no chapters" not in (ROOT / "book" / "intro.md").read_text()
