@@ -40,8 +40,8 @@ def execute(path: Path, *, mode: str, claims_dir: Path, docname: str, timeout: i
     from nbclient.exceptions import CellExecutionError
 
     nb = jupytext.read(path)
-    pythonpath = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
-    env = dict(BOOK_MODE=mode, ELD_CLAIMS_DIR=str(claims_dir), ELD_DOCNAME=docname, PYTHONPATH=pythonpath)
+    # the kernel imports this checkout's lib, whatever the environment's editable install points at (check_page.py)
+    env = dict(BOOK_MODE=mode, ELD_CLAIMS_DIR=str(claims_dir), ELD_DOCNAME=docname, PYTHONPATH=str(ROOT))
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)  # the kernel inherits them; restored below for the calling process
     client = NotebookClient(nb, timeout=timeout, kernel_name="python3",

@@ -42,3 +42,26 @@ def test_the_introduction_names_every_chapter_of_part_vi():
     missing = part_vi - _chapter_links(ROOT / "book" / "intro.md")
     assert not missing, f"book/intro.md does not name these Part VI chapters: {sorted(missing)}"
     assert "no chapters" not in (ROOT / "book" / "intro.md").read_text()
+
+
+def _parts() -> list[tuple[str, list[str]]]:
+    """(part page, its chapters) in the order of _toc.yml."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    return [(c["file"], [s["file"] for s in c["sections"]]) for part in toc["parts"] if part.get("numbered")
+            for c in part["chapters"] if c.get("sections")]
+
+
+def test_every_part_page_links_each_of_its_chapters():
+    for page, chapters in _parts():
+        missing = set(chapters) - _chapter_links(ROOT / f"{page}.md")
+        assert not missing, f"{page}.md has no row for {sorted(missing)} (its chapter table)"
+
+
+def test_every_part_package_lists_each_chapter_module():
+    """The chapter table of ``lib/parts/<part>/__init__.py`` orders the part's API page (scripts/api_pages.py)."""
+    for _, chapters in _parts():
+        for chapter in chapters:
+            part, stem = chapter.split("/")[1:]
+            table = (ROOT / "lib" / "parts" / part / "__init__.py").read_text()
+            module = f"lib.parts.{part}.{stem.split('_', 1)[1]}`"
+            assert module in table, f"lib/parts/{part}/__init__.py: no row for {chapter} and {module[:-1]}"
