@@ -24,6 +24,7 @@ import re
 import struct
 import warnings
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -80,7 +81,7 @@ class Page:
     mode: str = "quick"
     chapter: str | None = None
 
-    @property
+    @cached_property
     def html(self) -> str:
         return (self.build / "html" / f"{self.docname}.html").read_text(encoding="utf8")
 
