@@ -24,6 +24,7 @@ from .config import check_finite, check_in, check_range
 #: did not learn, the data break the theorem's hypotheses, too few points or seeds, an exponent interval too wide to
 #: tell the predicted law from its nearest competitor); it always carries a reason and is never read as a failure.
 STATUSES = ("reproduced", "partly reproduced", "not reproduced", "inconclusive")
+#: the status of a claim its experiment could not decide (one of :data:`STATUSES`)
 INCONCLUSIVE = "inconclusive"
 #: status of a claim whose evidence only full mode can afford, in a quick build
 FULL_ONLY = "checked in full mode"

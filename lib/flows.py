@@ -1,7 +1,7 @@
 r"""Gradient flows as ODEs: integration with event times on a logarithmic time grid.
 
 A gradient flow :math:`\dot\theta = -\nabla\mathcal L(\theta)` on a few parameters is an ordinary differential
-equation; :func:`integrate_flow` integrates it with :func:`scipy.integrate.solve_ivp` on a (logarithmic) time grid,
+equation; :func:`integrate_flow` integrates it with ``scipy.integrate.solve_ivp`` on a (logarithmic) time grid,
 which is what training-dynamics plots with a log-time axis need, and reports the times at which named events
 (a parameter reaching a level, a loss dropping below a threshold) first happen. On an already sampled curve,
 :func:`lib.curves.hitting_time` finds the same kind of time.
@@ -77,7 +77,7 @@ def integrate_flow(
         log_time_grid: if given, the number of log-spaced output times (plus ``t0``), see :func:`log_time_grid`.
         t_min: first positive output time of the log grid (default ``t1 * 1e-6``).
         t_eval: explicit output times (exclusive with ``log_time_grid``); default: the solver's own steps.
-        method: a :func:`scipy.integrate.solve_ivp` method (``"LSODA"``, ``"Radau"``, ``"BDF"``, ``"RK45"``,
+        method: a ``scipy.integrate.solve_ivp`` method (``"LSODA"``, ``"Radau"``, ``"BDF"``, ``"RK45"``,
             ``"DOP853"``).
         rtol, atol: solver tolerances.
 

@@ -70,6 +70,7 @@ _PACKAGE = __name__.rpartition(".")[0] or "lib"
 _LIB_DIR = Path(__file__).resolve().parent
 _TMP = ".tmp-"
 _ORPHAN_AGE_S = 24 * 3600
+#: the file that marks a folder as a sweep cache (written with its first entry)
 MARKER = ".eld-sweep-cache"
 _ENTRY_RE = re.compile(r"[0-9a-f]{32}\.(npz|pkl)")  # .pkl: the format before this one
 _TMP_RE = re.compile(r"\.tmp-[A-Za-z0-9_]+-[0-9]+-[A-Za-z0-9_]*(\.npz)?")
@@ -241,7 +242,7 @@ def code_version(fn: Callable) -> str:
     """Hash of everything but the configuration that ``fn``'s result depends on: the source of every file of
     ``lib``, ``fn``'s own code (source or code object, defaults, module-level helpers, constants, objects (an
     ``nn.Module`` by its weights) and modules (by their source) outside ``lib``), torch's default dtype,
-    ``BOOK_MODE``, and the versions of Python and of the installed packages (:func:`library_versions`)."""
+    ``BOOK_MODE``, and the versions of Python and of the installed packages (``lib._cache_format.library_versions``)."""
     if not callable(fn):
         raise ValueError(f"fn must be callable, got {type(fn).__name__}")
     blob = json.dumps({"lib": lib_source_hash(), "fn": _fn_fingerprint(fn), "versions": library_versions(),

@@ -3,6 +3,10 @@
     python scripts/lint_chapters.py          # check (used by `make lint`): ruff check + ruff format --check
     python scripts/lint_chapters.py --fix    # apply ruff's fixes and formatting, and write the chapters back
 
+``--fix`` (``make format-chapters``) writes back only the code cells ruff changed, into the chapter's own text: the
+prose, the cells' options and their metadata (figure captions) stay byte for byte, and a chapter whose code ruff
+left alone is not written at all.
+
 It also checks the ledger's rule that a claim has one expectation in both modes: no ``expect=`` (in a chapter or in
 ``lib``) may depend on the build mode (``config.pick(...)``, ``BOOK_MODE``, ``QUICK``); a claim quick mode cannot decide
 is ``full_mode_only=True``. And it checks the math of every page (``scripts/lint_math.py``): a display ``$$`` stands
@@ -71,6 +75,44 @@ def ledger_violations() -> list[str]:
     return bad
 
 
+def patched_text(text: str, old_cells, new_cells) -> str | None:
+    """``text`` (a MyST chapter whose cells are ``old_cells``) with the source of each code cell replaced by that of
+    the same cell in ``new_cells``; everything else, prose, cell options and metadata, byte for byte as it was.
+    None when a cell's source cannot be found in order in the text."""
+    if len(old_cells) != len(new_cells):
+        return None
+    out, pos = [], 0
+    for old, new in zip(old_cells, new_cells, strict=True):
+        if old.cell_type != "code" or old.source == new.source:
+            continue
+        start = text.find(old.source, pos) if old.source else -1
+        if start < 0:
+            return None
+        out += [text[pos:start], new.source]
+        pos = start + len(old.source)
+    return "".join(out) + text[pos:]
+
+
+def write_back(md: Path, fixed) -> bool:
+    """Write the code cells of ``fixed`` (the formatted notebook of the chapter ``md``) into ``md``; a chapter whose
+    code did not change is not written at all (its bytes and its modification time are kept). True if written."""
+    import jupytext
+
+    text = md.read_text()
+    original = jupytext.read(md)
+    if [c.source for c in original.cells if c.cell_type == "code"] == \
+            [c.source for c in fixed.cells if c.cell_type == "code"]:
+        return False
+    new = patched_text(text, original.cells, fixed.cells)
+    if new is None:  # the cells no longer line up: write the whole notebook back
+        fixed.metadata = original.metadata
+        new = jupytext.writes(fixed, fmt="md:myst")
+    if new == text:
+        return False
+    md.write_text(new)
+    return True
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fix", action="store_true", help="apply fixes and formatting to the chapters")
@@ -90,12 +132,7 @@ def main() -> int:
             subprocess.run(ruff + ["check", "--config", str(CONFIG), "--fix", "--exit-zero", "-q", *files], check=True)
             subprocess.run(ruff + ["format", "--config", str(CONFIG), "-q", *files], check=True)
             for md, path in pairs:
-                nb = jupytext.read(path)
-                original = jupytext.read(md)
-                nb.metadata = original.metadata
-                text = jupytext.writes(nb, fmt="md:myst")
-                if text != md.read_text():
-                    md.write_text(text)
+                if write_back(md, jupytext.read(path)):
                     print(f"rewrote {md.relative_to(ROOT)}")
         check = subprocess.run(ruff + ["check", "--config", str(CONFIG), "--output-format", "concise", *files])
         fmt = subprocess.run(ruff + ["format", "--config", str(CONFIG), "--check", *files])

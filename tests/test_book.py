@@ -1,22 +1,21 @@
 """Checks that read the outputs of a book build: quick mode by `make test`, full mode by `make test-full`.
 
-* every claim has the status its chapter expects, and every chapter of the table of contents recorded claims;
-* every claim has a kind, every expected failure a deviation, and every item of the coverage manifests is covered
-  by a claim of this build or explained (a claim that vanishes leaves a gap);
+* every check of one chapter's page (``scripts/page_checks.py``, which ``scripts/check_page.py --checks`` runs on
+  a one-page build) on every chapter: its claims recorded with the status it expects, labelled, inconclusive ones
+  with a reason, R^2 rules with an interval; every widget output with the static form the HTML book shows, a
+  caption and named controls; at least three figures shown, each captioned, described and as wide as the column
+  at most; the chapter within its CPU budget, its resources reported; its title, favicon and links;
+* every item of the coverage manifests is covered by a claim of this build or explained (a claim that vanishes
+  leaves a gap), and decided by a paper claim or says why not;
 * the report page has its headline, deviations, coverage tables and downloads; the API pages render and a
   chapter's {py:func} link lands on them;
-* every widget output carries the static form the HTML book shows;
-* every chapter page of the HTML book shows its figures (not only the widgets' static frames);
-* every chapter ran within its quick-mode budget;
 * executing a chapter again, alone, gives the identical claims table and figures (determinism; the build
   executes chapters side by side).
 """
 
 import json
 import os
-import re
 import sys
-import warnings
 from pathlib import Path
 
 import pytest
@@ -29,23 +28,10 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 pytestmark = pytest.mark.book
 
-#: quick-mode budget of a chapter in CPU seconds of its kernel (the diffusion chapter trains a denoiser and has more).
-#: ``make test-full`` checks the full build (BOOK_MODE=full) against the full-mode budgets: a few minutes a chapter;
-#: the diffusion chapter's full run is known to take longer (about 14 CPU-minutes, see the performance issue).
 MODE = os.environ.get("BOOK_MODE", "quick")
-# the diffusion chapter trains 6 U-Nets in quick mode (two signals x three seeds, two processes) and 12 in full mode
-BUDGET = ({"notebooks/concept_learning/03_diffusion": 300.0} if MODE == "quick"
-          # full mode also retrains the quick configuration three times as the authors' code trains it (about
-          # 1,000 CPU s more than the 776 s measured before; not yet measured in a whole full build)
-          else {"notebooks/concept_learning/03_diffusion": 2000.0,
-                # the single pass of the GA-MLPs and the sGNN over 5 SBM settings in two processes: 337 s of CPU
-                # in one full build, 407 s in the next on a busier machine (363 s wall)
-                "notebooks/graph_networks/03_communities": 450.0})
-DEFAULT_BUDGET = 60.0 if MODE == "quick" else 300.0
-#: A budget is a report, not a verdict: CPU time grows under load (two kernels side by side, a busy machine: V.1 took
-#: 408 CPU s in one full build and 294 s in another), so a chapter over its budget is reported as a warning and
-#: fails only past this multiple of it, an overrun that load cannot explain.
-TIMING_SLACK = 2.0
+#: the checks of one chapter's page and the chapters' CPU budgets: scripts/page_checks.py (check_page.py --checks
+#: runs the same checks on a one-page build)
+import page_checks  # noqa: E402
 
 
 def _toc_chapters():
@@ -80,21 +66,14 @@ def test_build_mode_is_the_one_checked():
     assert claims and {c["mode"] for c in claims} == {MODE}
 
 
+@pytest.mark.parametrize("check", page_checks.CHECKS, ids=lambda c: c.__name__)
 @pytest.mark.parametrize("docname", _toc_chapters())
-def test_chapter_claims_have_expected_status(docname):
-    claims = _claims_by_doc().get(docname)
-    assert claims, f"{docname} recorded no claims"
-    wrong = [f"{c['source']}: {c['statement']} -> {c['status']} (chapter expects {c['expect']}; "
-             f"measured {c['measured']})" for c in claims if c["status"] not in (c["expect"], "checked in full mode")]
-    assert not wrong, "\n".join(wrong)
-
-
-@pytest.mark.parametrize("docname", _toc_chapters())
-def test_claims_are_labelled(docname):
-    """Every claim has a kind; every expected failure says why."""
-    for c in _claims_by_doc().get(docname, []):
-        assert c.get("kind") in ("paper", "book", "illustration"), f"{c['source']}: no kind"
-        assert c["expect"] == "reproduced" or c.get("deviation"), f"{c['source']}: expected failure without a reason"
+def test_chapter_page(docname, check):
+    """Every check of one chapter's page (scripts/page_checks.py: claims, widgets, figures, budget, resources,
+    title, links) on every chapter of the table of contents."""
+    if not (BUILD / "claims").exists():
+        pytest.skip("no book build found: run `make test`")
+    check(page_checks.Page(BUILD, docname, mode=MODE))
 
 
 def test_every_manifest_item_is_covered_or_explained():
@@ -127,20 +106,6 @@ def test_every_manifest_item_is_decided_by_the_paper_or_says_why_not():
     assert not weak, "items covered only by book results or illustrations, with no reason given:\n" + "\n".join(weak)
 
 
-def test_rates_and_exponents_decide_by_an_interval():
-    """A rule that reads R^2 of a line cannot see an exponent: any claim whose rule mentions R^2 decides by the
-    fitted exponent's interval as well (lib.stats.power_law_exponent, lib.claims.exponent_status)."""
-    bad = [f"{c['chapter']}: {c['source']}: {c['tolerance']}" for cs in _claims_by_doc().values() for c in cs
-           if re.search(r"R\^?2|R²|r_squared", c["tolerance"]) and "interval" not in c["tolerance"]]
-    assert not bad, "rules that decide by R^2 alone:\n" + "\n".join(bad)
-
-
-def test_inconclusive_claims_say_why():
-    bad = [f"{c['chapter']}: {c['source']}" for cs in _claims_by_doc().values() for c in cs
-           if c["status"] == "inconclusive" and not c.get("reason")]
-    assert not bad, "inconclusive claims without a reason:\n" + "\n".join(bad)
-
-
 def test_no_covered_manifest_item_says_it_is_not_covered():
     """A manifest note "not yet covered" goes when a claim names the item: the report must not contradict itself."""
     from lib.claims import coverage, load_manifests
@@ -171,148 +136,6 @@ def test_api_pages_render_and_chapters_link_to_them():
     assert f"api_concept_learning.html#{target}" in chapter
 
 
-@pytest.mark.parametrize("docname", _toc_chapters())
-def test_widget_outputs_have_static_form(docname):
-    import nbformat
-    from execute_notebook import widget_outputs_without_static
-
-    path = BUILD / "jupyter_execute" / f"{docname}.ipynb"
-    assert path.exists(), f"no executed notebook for {docname}"
-    nb = nbformat.read(path, as_version=4)
-    assert not widget_outputs_without_static(nb)
-    n_widgets = sum("application/vnd.jupyter.widget-view+json" in o.get("data", {})
-                    for cell in nb.cells for o in cell.get("outputs", []))
-    assert n_widgets >= 1, f"{docname} has no widget"
-
-
-@pytest.mark.parametrize("docname", _toc_chapters())
-def test_no_dead_sliders(docname):
-    """A static-form slider with a single position cannot move: a fixed parameter is shown as text."""
-    page = (BUILD / "html" / f"{docname}.html").read_text()
-    assert 'type="range" min="0" max="0"' not in page, f"{docname}: a static slider with one position"
-
-
-@pytest.mark.parametrize("docname", _toc_chapters())
-def test_no_stray_claim_reprs(docname):
-    """A cell ending in ``claims.record(...)`` prints the Claim's repr; claims belong in the table."""
-    import nbformat
-
-    nb = nbformat.read(BUILD / "jupyter_execute" / f"{docname}.ipynb", as_version=4)
-    stray = [i for i, cell in enumerate(nb.cells) for o in cell.get("outputs", [])
-             if "".join(o.get("data", {}).get("text/plain", "")).startswith("Claim(")]
-    assert not stray, f"{docname}: cells {stray} print a Claim repr"
-
-
-#: figures (matplotlib outputs rendered as images) a chapter page must show at least, besides its widgets.
-MIN_FIGURES = 3
-
-
-@pytest.mark.parametrize("docname", _toc_chapters())
-def test_chapter_page_shows_its_figures(docname):
-    """A kernel without an inline backend (e.g. MPLBACKEND=Agg inherited from the shell) silently drops every
-    ``plt.show()``; count the figure outputs of the executed notebook and the images of the rendered page."""
-    import nbformat
-
-    nb = nbformat.read(BUILD / "jupyter_execute" / f"{docname}.ipynb", as_version=4)
-    figures = sum("image/png" in o.get("data", {}) for cell in nb.cells for o in cell.get("outputs", []))
-    assert figures >= MIN_FIGURES, f"{docname}: {figures} figure outputs"
-    page = (BUILD / "html" / f"{docname}.html").read_text()
-    assert page.count('src="../../_images/') >= MIN_FIGURES, (
-        f"{docname}: the rendered page shows fewer than {MIN_FIGURES} figures")
-    assert "<p>|" not in page, f"{docname}: a Markdown table output was rendered as a paragraph"
-
-
-@pytest.mark.parametrize("docname", _toc_chapters())
-def test_chapter_within_quick_budget(docname):
-    """The budget is on the CPU time of the chapter's kernel, which load on a shared machine barely moves; the wall
-    time stays in the build's report (timings.json)."""
-    timings = json.loads((BUILD / "timings.json").read_text())
-    assert docname in timings, f"{docname} was not executed"
-    budget = BUDGET.get(docname, DEFAULT_BUDGET)
-    spent = timings[docname].get("cpu_s", timings[docname]["runtime_s"])
-    message = f"{docname} used {spent} s of CPU ({timings[docname]['runtime_s']} s wall), budget {budget} s"
-    assert spent <= TIMING_SLACK * budget, f"{message}: more than {TIMING_SLACK} times the budget"
-    if spent > budget:
-        warnings.warn(f"over budget: {message}", stacklevel=1)
-
-
-@pytest.mark.parametrize("docname", _toc_chapters())
-def test_widgets_speak_to_readers(docname):
-    """Each static widget says in one line what to look for, and its controls are named in words, not in the
-    Python names of the drawing function (no underscores)."""
-    import re
-
-    page = (BUILD / "html" / f"{docname}.html").read_text()
-    n_widgets = page.count('class="eld-static-widget"')
-    assert page.count('class="eld-widget-caption"') >= n_widgets, f"{docname}: a widget without a caption"
-    labels = re.findall(r'class="eld-widget-label"[^>]*>([^<]*)</span>', page)
-    assert not [x for x in labels if "_" in x], f"{docname}: controls named by Python names: {labels}"
-
-
-@pytest.mark.parametrize("docname", _toc_chapters())
-def test_figures_have_descriptive_alt_text(docname):
-    """Every figure a chapter draws carries a description of what it shows (titles and axis labels), not the
-    path of its image file."""
-    import re
-
-    page = (BUILD / "html" / f"{docname}.html").read_text()
-    alts = [m.group(1) for m in re.finditer(r'<img alt="([^"]*)"[^>]*? src="(?:\.\./)+_images/', page)]
-    assert alts, f"{docname}: no figure found"
-    bad = [a for a in alts if not a.strip() or a.endswith(".png") or "_images" in a]
-    assert not bad, f"{docname}: figures without a description: {bad[:3]}"
-
-
-#: the book's text column in CSS pixels (lib.plots.COLUMN_WIDTH at 100 dpi) and the rounding of a tight bounding box
-COLUMN_PX = 688
-COLUMN_SLACK_PX = 12
-
-
-def _page_images(docname):
-    import re
-
-    page = (BUILD / "html" / f"{docname}.html").read_text()
-    return page, re.findall(r'<img alt="[^"]*"[^>]*? src="(?:\.\./)*(_images/[^"]+\.png)"', page)
-
-
-@pytest.mark.parametrize("docname", _toc_chapters())
-def test_figures_fit_the_column(docname):
-    """Every figure is drawn at most as wide as the text column, so it is shown at full size and its labels keep
-    their size (a figure twice as wide is shown at half size, tick labels at 5 px)."""
-    import struct
-
-    _, images = _page_images(docname)
-    wide = {}
-    for rel in images:
-        with open(BUILD / "html" / rel, "rb") as fh:
-            width = struct.unpack(">I", fh.read(24)[16:20])[0]
-        if width > COLUMN_PX + COLUMN_SLACK_PX:
-            wide[rel.rsplit("/", 1)[-1]] = width
-    assert not wide, f"{docname}: figures wider than the {COLUMN_PX} px column: {wide}"
-
-
-@pytest.mark.parametrize("docname", _toc_chapters())
-def test_figures_have_numbered_captions(docname):
-    """Every figure of a chapter sits in a numbered figure with a caption (MyST-NB figure metadata)."""
-    import re
-
-    page, images = _page_images(docname)
-    captioned = re.findall(r'<figure[^>]*>\s*<img[^>]*?src="(?:\.\./)*(_images/[^"]+\.png)"[^>]*>\s*'
-                           r'<figcaption>\s*<p><span class="caption-number">', page)
-    missing = sorted(set(images) - set(captioned))
-    assert not missing, f"{docname}: {len(missing)} of {len(images)} figures without a numbered caption"
-
-
-@pytest.mark.parametrize("docname", _toc_chapters())
-def test_chapter_resources_reported(docname):
-    """The build's report carries each chapter's peak memory and, where it has a static widget, the time of its
-    widget callback (speed targets are the benchmark's business: this only checks they are measured)."""
-    timings = json.loads((BUILD / "timings.json").read_text())
-    assert timings[docname].get("peak_rss_mb", 0) > 0, f"{docname}: no peak memory in timings.json"
-    page = (BUILD / "html" / f"{docname}.html").read_text()
-    if "data-eld-static" in page:
-        assert "widget_median_s" in timings[docname], f"{docname}: its widget's callback time was not recorded"
-
-
 def _repeat_chapters():
     """The chapters ``test_build_is_deterministic`` executes again: the ``ELD_REPEAT_CHAPTERS`` cheapest (default
     3) and a rotating group of ``ELD_REPEAT_ROTATE`` others (default 1), picked by the day so that successive
@@ -333,8 +156,8 @@ def _repeat_chapters():
         return chapters
     cheapest = sorted(chapters, key=lambda d: timings[d]["runtime_s"])[:int(setting)]
     rest = sorted(d for d in set(chapters) - set(cheapest)
-                  if timings[d].get("cpu_s", timings[d]["runtime_s"]) <= BUDGET.get(d, DEFAULT_BUDGET)
-                  and d not in BUDGET)
+                  if timings[d].get("cpu_s", timings[d]["runtime_s"]) <= page_checks.budget(d, MODE)
+                  and d not in page_checks.BUDGET[MODE])
     k = int(os.environ.get("ELD_REPEAT_ROTATE", "1"))
     if not rest or k <= 0:
         return cheapest

@@ -11,6 +11,8 @@
   ledger is written next to the pages as ``claims.json`` and ``claims.csv``.
 * Execution: the notebooks about to be read are first executed several at a time (``eld_execute``) and handed
   to MyST-NB through its jupyter-cache; a document read again has its old claims removed before that.
+* References: an unresolved ``py:`` cross-reference (a chapter's ``{py:func}``, a docstring's ``:func:``) is a
+  warning, so the ``-W`` builds fail on it (``on_missing_reference`` says which are exempt and why).
 * Timing: at the end of the build the execution time of every notebook, wall clock and the CPU time of its kernel,
   is printed and written to ``_build/timings.json``.
 """
@@ -381,6 +383,36 @@ def on_doctree_resolved_figures(app, doctree, fromdocname):
             node["alt"] = text
 
 
+def _lib_class_names() -> set[str]:
+    """The names of the classes defined in the modules of ``lib`` imported so far (by autodoc)."""
+    import sys
+
+    return {name for mod, module in list(sys.modules.items()) if mod == "lib" or mod.startswith("lib.")
+            for name, value in vars(module).items()
+            if isinstance(value, type) and getattr(value, "__module__", "").startswith("lib")}
+
+
+def on_missing_reference(app, env, node, contnode):
+    """An unresolved ``py:`` cross-reference is a warning (an error in the ``-W`` builds), as Sphinx's ``nitpicky``
+    would make it, but for the Python domain only (``nitpicky`` with every other domain ignored would also silence the
+    ``std`` references that warn today). Exempt, with reason: ``py:class`` references to classes outside ``lib``.
+    Napoleon turns the type names of ``Args``/``Returns`` fields (``numpy.ndarray``, ``torch.Tensor``) into such
+    references, and a docstring inherited from torch (``forward``) names torch's ``Module``; without an intersphinx
+    inventory (the build is offline) none of them can resolve, and napoleon also reads some ``Returns`` prose as type
+    names (about 200 warnings in all when checked). A ``py:class`` reference to a class of ``lib`` must resolve, and
+    so must every ``py:func``, ``py:meth``, ``py:data``, ``py:attr``, ``py:mod``, ``py:obj`` and ``py:exc`` one:
+    refer to an object outside ``lib`` as literal text (````scipy.integrate.solve_ivp````). Switched off by
+    ``eld_check_py_refs = False`` (``scripts/check_page.py``, whose one-page build has no API pages to link to)."""
+    if not app.config.eld_check_py_refs or node.get("refdomain") != "py":
+        return None
+    target = node.get("reftarget", "")
+    if node.get("reftype") == "class" and not target.startswith("lib.") and \
+            target.rsplit(".", 1)[-1] not in _lib_class_names():
+        return None
+    node["refwarn"] = True  # Sphinx then warns "py:<type> reference target not found: <target>"
+    return None
+
+
 #: Each figure of a chapter opens at full size when clicked (the column shows wide figures scaled down).
 FIGURE_LINKS_JS = """
 document.addEventListener("DOMContentLoaded", function () {
@@ -459,4 +491,6 @@ def setup(app):
     app.connect("doctree-resolved", on_doctree_resolved_figures)
     app.add_js_file(None, body=FIGURE_LINKS_JS)
     app.connect("build-finished", on_build_finished)
+    app.add_config_value("eld_check_py_refs", True, "env")
+    app.connect("missing-reference", on_missing_reference, priority=900)  # after any handler that resolves it
     return {"version": "0.1", "parallel_read_safe": False, "parallel_write_safe": True}

@@ -115,7 +115,8 @@ def propagate(M, X, K: int, *, renormalise: bool = False) -> np.ndarray:
             high powers neither overflow nor vanish; the direction of every power is kept.
 
     Exactness: integer ``M`` and ``X`` are propagated in int64 after checking that
-    :math:`\\max|X|\\cdot\\|M\\|_\\infty^K` stays below :data:`INT64_SAFE` (``ValueError`` otherwise); pass
+    :math:`\\max|X|\\cdot\\|M\\|_\\infty^K` stays below :data:`~lib.graphs.operators.INT64_SAFE`
+    (``ValueError`` otherwise); pass
     ``X.astype(object)`` to propagate in exact Python integers (or fractions) instead.
     """
     if not hasattr(M, "shape") or len(M.shape) != 2:

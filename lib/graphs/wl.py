@@ -125,10 +125,12 @@ def aggregation_tree(G, root: int, depth: int, X=None) -> nx.DiGraph:
 def wl_colours_batch(G, labels, rounds: int = 3) -> list[np.ndarray]:
     """1-WL colours of many scalar feature labellings of one graph at once, one palette for the whole batch.
 
-    The vectorised counterpart of :func:`wl_colours` for a family of rooted graphs that share their topology (e.g.
+    The vectorised counterpart of :func:`~lib.graphs.wl.wl_colours` for a family of rooted graphs that share
+    their topology (e.g.
     all binary labellings of a full :math:`m`-ary tree): nodes are grouped by degree and each round ranks the
     signatures ``(own colour, sorted neighbour colours)`` of a group with ``numpy.unique``. Two (labelling, node)
-    pairs get equal colours after ``t`` rounds iff :func:`wl_colours` on the corresponding graphs gives them equal
+    pairs get equal colours after ``t`` rounds iff :func:`~lib.graphs.wl.wl_colours` on the corresponding graphs
+    gives them equal
     colours (the colour values themselves differ).
 
     Args:

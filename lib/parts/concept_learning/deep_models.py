@@ -162,7 +162,8 @@ def run_symmetric(a, mu, U0, eta: float, steps: int, record_steps=None) -> Symme
     so that ``W`` follows (D.2) with step ``eta`` to first order.
 
     Args:
-        a: ``(d,)`` second moment (see :func:`second_moment`); mu: ``(s,)`` signal strengths (for ``x_hat``).
+        a: ``(d,)`` second moment (see :func:`~lib.parts.concept_learning.sim_data.second_moment`); mu: ``(s,)``
+            signal strengths (for ``x_hat``).
         U0: ``(B, d, d')`` initial factors (see :func:`init_symmetric`).
         eta: step, > 0; steps: number of GD steps, >= 1.
         record_steps: increasing integers in ``[0, steps]`` (default :func:`default_record_steps`).

@@ -43,6 +43,9 @@ __all__ = [
     "sample_test_prompts",
     "error_curves",
     "attention_dynamics",
+    "FIG75_HOLD",
+    "FIG75_FAIL",
+    "fig75_transitions",
 ]
 
 TYPE_NAMES = ("same pattern, same step", "same pattern, other step", "other pattern, same step",

@@ -266,7 +266,7 @@ def draw_problems(gmms, K: int, n: int, draws: int, rng: np.random.Generator):
     over Ψ compares like with like.
 
     Args:
-        gmms: one :class:`GaussianMixture` or a list of them with equal d and L.
+        gmms: one :class:`~lib.data.gmm.GaussianMixture` or a list of them with equal d and L.
         K: hidden neurons, >= 1.
         n: samples per draw, >= 1.
         draws: independent draws, >= 1.

@@ -471,6 +471,7 @@ def one_run(model: ShallowAttention, run: int = 0) -> ShallowAttention:
     return one
 
 
+#: the per-prompt scikit-learn classifiers :func:`baseline_errors` compares the transformer with
 BASELINES = ("logistic regression", "SVM (linear)", "SVM (rbf)", "1-NN", "3-NN")
 
 

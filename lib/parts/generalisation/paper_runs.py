@@ -1,9 +1,10 @@
 """Part VI's named paper-scale runs (:mod:`lib.paper_scale`): the success maps of Fig 3.3 at the thesis's graph.
 
-``gt_fig33a`` and ``gt_fig33b`` train the graph transformer of Chapter VI.2 (:func:`~lib.parts.generalisation.
-graph_transformers.train_gt`) at the thesis's sizes (:data:`~lib.parts.generalisation.settings.GT`: N = 1000,
-D = 120, K = 60, m = 400) with more steps, seeds and labelled-set sizes than the chapter affords, one piece per
-point of the swept axis, and decide the chapter's claims with the chapter's rule,
+``gt_fig33a`` and ``gt_fig33b`` train the graph transformer of Chapter VI.2
+(:func:`~lib.parts.generalisation.graph_transformers.train_gt`) at the thesis's sizes
+(:data:`~lib.parts.generalisation.settings.GT`: N = 1000, D = 120, K = 60, m = 400) with more steps, seeds and
+labelled-set sizes than the chapter affords, one piece per point of the swept axis, and decide the chapter's
+claims with the chapter's rule,
 :func:`~lib.parts.generalisation.scaling.boundary_exponent` (success: final test hinge below :data:`GT_LEVEL`).
 """
 

@@ -194,7 +194,7 @@ PAPER_CELEBA = {
     "optimizer": None,
     "seeds": None,
 }
-#: The digits stand-in (lib.parts.generalisation.group_images): the thesis's 4000 + 1000 (+ 300 noisy copies)
+#: The digits stand-in of lib.parts.generalisation.group_images; the thesis's 4000 + 1000 (+ 300 noisy copies)
 #: scaled to 800 + 200 (+ 60); group 1 = digits turned by 90 degrees and inverted at contrast 0.6.
 DIGIT_GROUPS = {
     "n_major": 800,

@@ -100,6 +100,7 @@ def make_data(seeds, n_train: int, n_test: int, cfg: dict, alpha_star: float, al
     return {k: torch.stack(v) for k, v in out.items()}
 
 
+#: the token sparsifications of Figs 2.4-2.5 (none, random tokens, label-irrelevant tokens, noisy tokens)
 REMOVALS = ("none", "random", "irrelevant", "noisy")
 
 #: about how many hidden activations (runs x test samples x tokens x neurons) one chunk of a test evaluation

@@ -370,7 +370,7 @@ class POD:
 
     ``nodes``/``weights``: the Gauss-Legendre rule; ``sigma`` ``(R,)``; ``phi``/``psi`` ``(N, R)`` values
     on the
-    nodes (orthonormal in ``L^2`` of the uniform probability measure). :meth:`phi_at`/:meth:`psi_at`
+    nodes (orthonormal in ``L^2`` of the uniform probability measure). :meth:`~POD.phi_at`/:meth:`~POD.psi_at`
     evaluate the
     basis anywhere by the Nystrom formula ``phi_k(u) = sigma_k^{-1} E_v[g(u, v) psi_k(v)]``.
     """
@@ -385,11 +385,13 @@ class POD:
     psi: np.ndarray
 
     def phi_at(self, u, K: int) -> np.ndarray:
+        """The first ``K`` left basis functions at the points ``u``: ``(len(u), K)`` (Nystrom formula)."""
         u = np.asarray(u, float)
         G = self.g(u[:, None], self.nodes[None, :])
         return (G * self.weights) @ self.psi[:, :K] / self.sigma[:K]
 
     def psi_at(self, v, K: int) -> np.ndarray:
+        """The first ``K`` right basis functions at the points ``v``: ``(len(v), K)`` (Nystrom formula)."""
         v = np.asarray(v, float)
         G = self.g(self.nodes[:, None], v[None, :])
         return (G.T * self.weights) @ self.phi[:, :K] / self.sigma[:K]

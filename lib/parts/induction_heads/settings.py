@@ -38,5 +38,6 @@ STANDIN_QUICK = dict(T=32, V=24, seg_min=6, seg_max=16, d_model=32, n_heads=1, i
 STANDIN_FULL = dict(STANDIN_QUICK, steps=1200)
 
 
-#: Seed of the fixed held-out batch of :func:`train_induction`.
+#: Seed of the fixed held-out batch of
+#: :func:`~lib.parts.induction_heads.trained_transformers.train_induction`.
 EVAL_SEED = 10_000

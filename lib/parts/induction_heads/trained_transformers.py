@@ -1,7 +1,8 @@
 """Training a small attention-only transformer until an induction head appears (the stand-in for Fig 1 of
 Wang, Yu, E & Wu, 2024, which shows the induction head of Elhage et al.'s pretrained two-layer model).
 
-* :func:`repeat_prefix_tokens` - a random prefix of random length followed by copies of it, with the mask of the
+* :func:`~lib.data.tokens.repeat_prefix_tokens` - a random prefix of random length followed by copies of it, with
+  the mask of the
   positions whose next token an induction head can predict;
 * :func:`~lib.models.probes.prev_token_score` (in :mod:`lib.models.probes`), :func:`induction_targets`,
   :func:`induction_score` - how much an attention map looks
@@ -32,7 +33,8 @@ from lib.train import train
 
 
 def uniform_prev_token_score(T: int, causal: str = "strict") -> float:
-    """Chance level of :func:`prev_token_score`: uniform attention over the allowed keys (``1/i`` for query ``i``
+    """Chance level of :func:`~lib.models.probes.prev_token_score`: uniform attention over the allowed keys
+    (``1/i`` for query ``i``
     under strict causality, ``1/(i+1)`` under the standard mask), averaged over ``i = 1..T-1``."""
     check_int("T", T, minimum=2)
     if causal not in ("strict", "standard"):
@@ -109,7 +111,8 @@ def _masked_loss_acc(logits, tokens, mask):
 
 def train_induction(setting: dict, *, seed: int = 0, steps: int | None = None, show: int | None = None,
                     progress: bool = False, device="cpu") -> dict:
-    """Train a two-layer attention-only transformer with Adam on :func:`repeat_prefix_tokens` sequences.
+    """Train a two-layer attention-only transformer with Adam on :func:`~lib.data.tokens.repeat_prefix_tokens`
+    sequences.
 
     The loss is the next-token cross-entropy on the masked (repeated) positions; a fresh batch is drawn each
     step. Every ``record_every`` steps the loss and accuracy on a fixed held-out batch, the previous-token score
@@ -117,8 +120,8 @@ def train_induction(setting: dict, *, seed: int = 0, steps: int | None = None, s
     maps on one held-out sequence (``show``) are recorded.
 
     Args:
-        setting: a dict like :data:`STANDIN_QUICK` (keys ``T, V, seg_min, seg_max, d_model, n_heads, init_std, lr,
-            batch, steps, record_every, eval_batch``).
+        setting: a dict like :data:`~lib.parts.induction_heads.settings.STANDIN_QUICK` (keys ``T, V, seg_min,
+            seg_max, d_model, n_heads, init_std, lr, batch, steps, record_every, eval_batch``).
         seed: seeds the initialisation (torch) and the training batches (NumPy); the held-out batch is fixed.
         steps: overrides ``setting["steps"]``.
         show: index of the held-out sequence whose attention maps are kept (default: the first one with the

@@ -51,9 +51,11 @@ __all__ = [
     "restore_model",
     "eval_batches",
     "dropped_scores",
+    "FROZEN",
 ]
 
 RHOS = (0.0, 0.1, 0.2, 1.0)  # LASER fractions of U_in of F_2 evaluated by the authors' code
+#: the parameters the recall model keeps frozen in training (the embedding and the read-out)
 FROZEN = ("embed.weight", "head.weight")
 
 
