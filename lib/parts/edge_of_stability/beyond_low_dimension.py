@@ -26,6 +26,7 @@ from lib.config import (
     check_range,
     check_seed,
     check_shape,
+    renamed_arguments,
 )
 from lib.data.sphere import sample_sphere
 from lib.parts.edge_of_stability.one_dimensional import stable_oscillation_condition
@@ -115,8 +116,12 @@ def run_teacher_student(X, y, theta0, *, lr: float, epochs: int, decay_to: float
     """Full-batch GD on Eq. (20) from ``theta0`` (``lib.train.train``), optionally followed by ``decay_epochs``
     steps at ``decay_to``. Records loss and ratios every step, the sharpness every ``sharp_every`` steps (a
     :class:`lib.curvature.SharpnessTracker`: warm-started from the previous eigenvector, certified by its
-    residual to a relative ``1e-6``, Lanczos where it cannot certify). Returns dict of NumPy arrays ``step``,
-    ``loss``, ``lr``, ``ratios`` (T, d), ``sharp_step``, ``sharpness`` and the final ``theta``.
+    residual to a relative ``1e-6``, Lanczos where it cannot certify).
+
+    Returns:
+        dict of NumPy arrays: ``step``, ``loss`` and ``lr`` (T,) at every step, ``ratios`` (T, d),
+        ``sharp_step`` and ``sharpness`` (the steps where the sharpness was measured, and its values), the final
+        ``theta`` and ``diverged`` (:func:`lib.train.train`'s flag).
     """
     check_array("X", X)
     check_array("theta0", theta0)
@@ -155,18 +160,19 @@ def run_teacher_student(X, y, theta0, *, lr: float, epochs: int, decay_to: float
                 diverged=res.diverged)
 
 
-def line_search_minimum(loss, theta: torch.Tensor, g: torch.Tensor, eta: float, n_grid: int = 51):
+@renamed_arguments(eta="lr")
+def line_search_minimum(loss, theta: torch.Tensor, g: torch.Tensor, lr: float, n_grid: int = 51):
     """Def 5: ``c* = argmin_{c in [0, 1]} loss(theta - c eta g)`` (grid of ``n_grid`` points, vectorised with
     ``vmap``, then refined by a parabola through the best grid point and its neighbours) and
     ``theta_tilde = theta - c* eta g``. theta, g: shape (n,). Returns ``(c_star, theta_tilde)``."""
     check_callable("loss", loss)
     check_array("theta", theta)
     check_array("g", g)
-    check_positive("eta", eta)
+    check_positive("lr", lr)
     check_int("n_grid", n_grid, minimum=3)
     check_shape("g", g, tuple(theta.shape))
     cs = torch.linspace(0.0, 1.0, n_grid, dtype=theta.dtype)
-    vals = vmap(lambda c: loss(theta - c * eta * g))(cs)
+    vals = vmap(lambda c: loss(theta - c * lr * g))(cs)
     i = int(torch.argmin(vals))
     c = float(cs[i])
     if 0 < i < n_grid - 1:
@@ -175,20 +181,24 @@ def line_search_minimum(loss, theta: torch.Tensor, g: torch.Tensor, eta: float, 
         if den > 0:
             h = float(cs[1] - cs[0])
             c = c + 0.5 * h * (y0 - y2) / den
-    return c, theta - c * eta * g
+    return c, theta - c * lr * g
 
 
-def cross_section(loss, theta: torch.Tensor, eta: float, *, eig_method: str = "lanczos",
+@renamed_arguments(eta="lr")
+def cross_section(loss, theta: torch.Tensor, lr: float, *, eig_method: str = "lanczos",
                   min_sharpness: float = 0.0, tracker: curvature.SharpnessTracker | None = None) -> dict:
-    """Statistics of one GD iterate ``theta`` (n,) used in Figs 9-11:
+    """Statistics of one GD iterate ``theta`` (n,) used in Figs 9-11.
 
-    ``sharpness`` (top Hessian eigenvalue, lib.curvature), ``cos`` (the absolute cosine between the gradient and v1),
-    ``c_star`` (Def 5), and
-    the derivatives ``f2, f3, f4`` at ``c = 0`` of ``c -> loss(theta_tilde + c g/||g||)`` through the line-
-    search minimum along the unit gradient (nested forward-mode AD), with ``cond = 3 f3^2 - f2 f4``. The line
-    search and the derivatives are skipped (NaN) when the sharpness is below ``min_sharpness``. Along a training
-    run pass a ``tracker`` (:class:`lib.curvature.SharpnessTracker`): the top eigenpair is then warm-started from
-    the previous call and certified by its residual instead of computed from scratch with ``eig_method``.
+    The line search and the derivatives are skipped (NaN) when the sharpness is below ``min_sharpness``. Along a
+    training run pass a ``tracker`` (:class:`lib.curvature.SharpnessTracker`): the top eigenpair is then
+    warm-started from the previous call and certified by its residual instead of computed from scratch with
+    ``eig_method``.
+
+    Returns:
+        dict with ``sharpness`` (top Hessian eigenvalue, lib.curvature), ``cos`` (the absolute cosine between the
+        gradient and v1), ``gnorm`` (the gradient's norm), ``c_star`` (Def 5), and the derivatives ``f2``,
+        ``f3``, ``f4`` at ``c = 0`` of ``c -> loss(theta_tilde + c g/||g||)`` through the line-search minimum
+        along the unit gradient (nested forward-mode AD), with ``cond = 3 f3^2 - f2 f4``.
     """
     check_callable("loss", loss)
     check_array("theta", theta)
@@ -206,7 +216,7 @@ def cross_section(loss, theta: torch.Tensor, eta: float, *, eig_method: str = "l
                f3=float("nan"), f4=float("nan"), cond=float("nan"))
     if float(lam[0]) < min_sharpness:
         return out
-    c_star, theta_t = line_search_minimum(loss, theta, g, eta)
+    c_star, theta_t = line_search_minimum(loss, theta, g, lr)
     u = g / (g.norm() + 1e-300)
     der = curvature.directional_derivatives(loss, theta_t, u, max_order=4).numpy()
     out.update(c_star=c_star, f2=float(der[2]), f3=float(der[3]), f4=float(der[4]),
@@ -220,10 +230,14 @@ def run_mlp_eos(X, y, *, depth: int, lr: float, epochs: int, seed: int = 0, widt
     with scalar output, recording :func:`cross_section` every ``stats_every`` epochs (the line search and the
     derivatives only where the sharpness is at least ``cond_frac * 2 / lr``, and at every kept epoch).
 
-    X: (n, p), y: (n,). Returns dict of NumPy arrays: ``step``, ``loss`` and, at the recorded epochs,
-    ``sharpness``, ``cos``, ``c_star``, ``f2``, ``f3``, ``f4``, ``cond``; plus ``eos_threshold = 2 / lr``,
-    ``diverged``, and with ``keep_params_every`` the flat parameters ``params`` (T', n) every that many epochs
-    (for the cross-section widget) and the ``loss_fn`` (a closure of the flat parameters).
+    X: (n, p), y: (n,).
+
+    Returns:
+        dict of NumPy arrays: ``step``, ``loss`` and, at the recorded epochs, the :func:`cross_section` keys
+        ``sharpness``, ``cos``, ``c_star``, ``f2``, ``f3``, ``f4``, ``cond``; plus ``eos_threshold = 2 / lr``,
+        ``diverged``, the run's ``depth``, ``lr`` and ``seed``, and with ``keep_params_every`` the flat
+        parameters ``params`` (T', n) every that many epochs (for the cross-section widget) and the ``loss_fn``
+        (a closure of the flat parameters).
     """
     check_array("X", X)
     check_array("y", y)
@@ -274,7 +288,11 @@ def teacher_student_experiment(*, m: int, lr: float, epochs: int, decay_to: floa
                                decay_epochs: int = 0, sharp_every: int = 1, data_seed: int = 0,
                                init_seed: int = 0) -> dict:
     """Fig 8 run from scratch (data on S^15 with ``data_seed``, Eq. 22 init with ``init_seed``); see
-    :func:`run_teacher_student`. Returns its dict with ``theta`` as a NumPy array."""
+    :func:`run_teacher_student`.
+
+    Returns:
+        the dict of :func:`run_teacher_student`, with ``theta`` (the final parameters) as a NumPy array.
+    """
     torch.set_num_threads(1)
     X, y = teacher_student_data(m, 16, data_seed)
     theta0, _ = ts_init(16, init_seed)

@@ -9,19 +9,19 @@ from dataclasses import dataclass, field
 
 #: The paper's settings (Appendix B). Initial points and step counts are not stated there; ``None`` marks
 #: them.
-PAPER_FIG4 = dict(eta=1.01, functions=("quartic, mu=1", "2 sin x"), x0=None, steps=None)
+PAPER_FIG4 = dict(lr=1.01, functions=("quartic, mu=1", "2 sin x"), x0=None, steps=None)
 
 
-PAPER_FIG12 = dict(mu=1.0, etas=(1.05, 1.235, 1.237), x0=None, steps=None)
+PAPER_FIG12 = dict(mu=1.0, lrs=(1.05, 1.235, 1.237), x0=None, steps=None)
 
 
-PAPER_FIG7 = dict(mu=1.0, etas=(1.05, 1.25), x0=None, y0=None, steps=None)
+PAPER_FIG7 = dict(mu=1.0, lrs=(1.05, 1.25), x0=None, y0=None, steps=None)
 
 
-PAPER_FIG3 = dict(mu=1.0, etas=(1.08, 0.95), x0=None, y0=None, steps=None)
+PAPER_FIG3 = dict(mu=1.0, lrs=(1.08, 0.95), x0=None, y0=None, steps=None)
 
 
-PAPER_FIG5 = dict(d=2, m=1000, eta=2.2, K=1.1, w0=(0.0, 0.1), v0=0.1, w_teacher=(1.0, 0.0), steps=None)
+PAPER_FIG5 = dict(d=2, m=1000, lr=2.2, K=1.1, w0=(0.0, 0.1), v0=0.1, w_teacher=(1.0, 0.0), steps=None)
 
 
 @dataclass(frozen=True)
