@@ -389,6 +389,14 @@ def sample_test_prompts(n_queries, n_examples, alpha, tau, rho, mode, d, n_patte
     return tsr, idx, tokens, truth, row_ok
 
 
+def _check_weight(W, d: int, n_steps: int) -> None:
+    """``W`` must be ``(2 d + K, 2 d + K)``: a weight trained with other sizes is refused, naming ``d``."""
+    size = 2 * d + n_steps
+    if np.shape(W) != (size, size):
+        raise ValueError(f"W must have shape ({size}, {size}) = (2 d + n_steps,) * 2 for d={d}, n_steps={n_steps}, "
+                         f"got {np.shape(W)}: pass the d and n_steps W was trained with")
+
+
 def _decode(out, tsr):
     return torch.cdist(out, tsr).argmin(-1)
 
@@ -417,6 +425,7 @@ def cot_inference(W, *, n_queries: int = 300, n_examples: int = 20, alpha: float
     for name, value in (("d", d), ("n_patterns", n_patterns), ("n_test_patterns", n_test_patterns),
                         ("n_steps", n_steps)):
         check_int(name, value, minimum=1)
+    _check_weight(W, d, n_steps)
     check_seed("seed", seed)
     check_bool("return_attention", return_attention)
     check_int("n_queries", n_queries, minimum=1)
@@ -468,6 +477,7 @@ def icl_inference(W, *, n_queries: int = 300, n_examples: int = 20, alpha: float
     for name, value in (("d", d), ("n_patterns", n_patterns), ("n_test_patterns", n_test_patterns),
                         ("n_steps", n_steps)):
         check_int(name, value, minimum=1)
+    _check_weight(W, d, n_steps)
     check_seed("seed", seed)
     check_int("n_queries", n_queries, minimum=1)
     check_int("n_examples", n_examples, minimum=1)
