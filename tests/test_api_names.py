@@ -21,7 +21,7 @@ from test_fuzz import CASES  # noqa: E402 - tests/ is on the path (no package)
 import lib
 from lib import config
 from lib.parts.concept_learning import deep_models, jacobian_lemmas
-from lib.parts.edge_of_stability import matrix_factorisation
+from lib.parts.edge_of_stability import beyond_low_dimension, matrix_factorisation
 from lib.parts.generalisation import graph_transformers, settings, shallow_vits
 from lib.parts.induction_heads import construction
 
@@ -45,6 +45,9 @@ BASE_CALLS = {fn: (args, kwargs) for fn, args, kwargs, _ in (c.values for c in C
 _EYE = np.stack([np.eye(2)] * 2)
 #: a valid call of each renamed function the fuzz tests have no case for yet
 BASE_CALLS[matrix_factorisation.mf_step] = ((_EYE, _EYE, 2 * _EYE, 0.1), {})
+BASE_CALLS[beyond_low_dimension.teacher_student_experiment] = ((), dict(m=8, lr=0.5, steps=2, decay_to=0.4,
+                                                                          decay_steps=1, sharp_every=2))
+BASE_CALLS[beyond_low_dimension.mlp_eos_experiment] = ((), dict(depth=2, lr=0.1, steps=2, stats_every=2))
 _ABS = construction.SIMILARITIES["abs"]
 BASE_CALLS[construction.gih2_width_sweep] = (
     (construction.pod(lambda u, v: _ABS(u, v, 3.0), n_nodes=40), lambda u, v: _ABS(u, v, 3.0), [8], [4], [1]),

@@ -6,6 +6,10 @@
   flattest one. The flat parameter is ``theta = (vec(W), v)`` with the rows of ``W`` (16, 16) the ``w_i``.
 * MLPs (Figs 9-11): the line-search minimum (Def 5) and the 1-D stable-oscillation condition
   ``3 f'''^2 - f'' f''''`` of Thm 1 along the gradient line, plus gradient / top-eigenvector alignment.
+
+The paper counts full-batch GD in epochs (one epoch = one GD step); the arguments are ``steps`` and
+``decay_steps``, as everywhere in ``lib``, and the step size (the paper's ``eta``) is ``lr``. The old names
+(``epochs``, ``decay_epochs``, ``eta``) still work, deprecated, for one release.
 """
 
 from __future__ import annotations
@@ -111,9 +115,10 @@ def equal_k_sharpness(X: torch.Tensor, k_values) -> np.ndarray:
     return np.array(out)
 
 
-def run_teacher_student(X, y, theta0, *, lr: float, epochs: int, decay_to: float | None = None,
-                        decay_epochs: int = 0, sharp_every: int = 1) -> dict:
-    """Full-batch GD on Eq. (20) from ``theta0`` (``lib.train.train``), optionally followed by ``decay_epochs``
+@renamed_arguments(epochs="steps", decay_epochs="decay_steps")
+def run_teacher_student(X, y, theta0, *, lr: float, steps: int, decay_to: float | None = None,
+                        decay_steps: int = 0, sharp_every: int = 1) -> dict:
+    """Full-batch GD on Eq. (20) from ``theta0`` (``lib.train.train``), optionally followed by ``decay_steps``
     steps at ``decay_to``. Records loss and ratios every step, the sharpness every ``sharp_every`` steps (a
     :class:`lib.curvature.SharpnessTracker`: warm-started from the previous eigenvector, certified by its
     residual to a relative ``1e-6``, Lanczos where it cannot certify).
@@ -128,17 +133,17 @@ def run_teacher_student(X, y, theta0, *, lr: float, epochs: int, decay_to: float
     from lib.train import piecewise, train
 
     check_positive("lr", lr)
-    check_int("epochs", epochs, minimum=1)
-    check_int("decay_epochs", decay_epochs, minimum=0)
+    check_int("steps", steps, minimum=1)
+    check_int("decay_steps", decay_steps, minimum=0)
     check_int("sharp_every", sharp_every, minimum=1)
     d = X.shape[1]
     loss = ts_loss(X, y)
     schedule = None
-    total = epochs
-    if decay_to is not None and decay_epochs:
+    total = steps
+    if decay_to is not None and decay_steps:
         check_positive("decay_to", decay_to)
-        schedule = piecewise([epochs], [1.0, decay_to / lr])
-        total = epochs + decay_epochs
+        schedule = piecewise([steps], [1.0, decay_to / lr])
+        total = steps + decay_steps
 
     tracker = curvature.SharpnessTracker(tol=1e-6)
 
@@ -224,7 +229,8 @@ def cross_section(loss, theta: torch.Tensor, lr: float, *, eig_method: str = "la
     return out
 
 
-def run_mlp_eos(X, y, *, depth: int, lr: float, epochs: int, seed: int = 0, width: int = 16,
+@renamed_arguments(epochs="steps")
+def run_mlp_eos(X, y, *, depth: int, lr: float, steps: int, seed: int = 0, width: int = 16,
                 stats_every: int = 1, keep_params_every: int = 0, cond_frac: float = 0.9) -> dict:
     """Figs 9-11 on one (depth, lr, seed): full-batch GD (``lib.train.train``) on the MSE of a ``ReLUMLP``
     with scalar output, recording :func:`cross_section` every ``stats_every`` epochs (the line search and the
@@ -248,7 +254,7 @@ def run_mlp_eos(X, y, *, depth: int, lr: float, epochs: int, seed: int = 0, widt
 
     check_int("depth", depth, minimum=2)
     check_positive("lr", lr)
-    check_int("epochs", epochs, minimum=1)
+    check_int("steps", steps, minimum=1)
     check_int("stats_every", stats_every, minimum=1)
     check_int("keep_params_every", keep_params_every, minimum=0)
     X = torch.as_tensor(X, dtype=torch.float64)
@@ -271,7 +277,7 @@ def run_mlp_eos(X, y, *, depth: int, lr: float, epochs: int, seed: int = 0, widt
         return {k: s[k] for k in keys}
 
     theta = theta0.detach().clone()
-    res = train(theta, loss, lr=lr, steps=epochs, record=record, progress=False)
+    res = train(theta, loss, lr=lr, steps=steps, record=record, progress=False)
     h = {k: np.asarray(v) for k, v in res.history.items()}
     out = dict(step=h["step"], loss=h["loss"], eos_threshold=2.0 / lr, diverged=res.diverged, depth=depth,
                lr=lr,
@@ -284,8 +290,9 @@ def run_mlp_eos(X, y, *, depth: int, lr: float, epochs: int, seed: int = 0, widt
     return out
 
 
-def teacher_student_experiment(*, m: int, lr: float, epochs: int, decay_to: float | None = None,
-                               decay_epochs: int = 0, sharp_every: int = 1, data_seed: int = 0,
+@renamed_arguments(epochs="steps", decay_epochs="decay_steps")
+def teacher_student_experiment(*, m: int, lr: float, steps: int, decay_to: float | None = None,
+                               decay_steps: int = 0, sharp_every: int = 1, data_seed: int = 0,
                                init_seed: int = 0) -> dict:
     """Fig 8 run from scratch (data on S^15 with ``data_seed``, Eq. 22 init with ``init_seed``); see
     :func:`run_teacher_student`.
@@ -296,14 +303,15 @@ def teacher_student_experiment(*, m: int, lr: float, epochs: int, decay_to: floa
     torch.set_num_threads(1)
     X, y = teacher_student_data(m, 16, data_seed)
     theta0, _ = ts_init(16, init_seed)
-    out = run_teacher_student(X, y, theta0, lr=lr, epochs=epochs, decay_to=decay_to,
-                              decay_epochs=decay_epochs,
+    out = run_teacher_student(X, y, theta0, lr=lr, steps=steps, decay_to=decay_to,
+                              decay_steps=decay_steps,
                               sharp_every=sharp_every)
     out["theta"] = out["theta"].numpy()
     return out
 
 
-def mlp_eos_experiment(*, depth: int, lr: float, epochs: int, seed: int = 0, stats_every: int = 1,
+@renamed_arguments(epochs="steps")
+def mlp_eos_experiment(*, depth: int, lr: float, steps: int, seed: int = 0, stats_every: int = 1,
                        keep_params_every: int = 0, std_min: float = 3.0, cond_frac: float = 0.9) -> dict:
     """Figs 9-11 run on the digits 0-vs-1 stand-in (``lib.data.digits.digits_binary(std_min=std_min)``); see
     :func:`run_mlp_eos`. Returns its dict without the loss closure (picklable)."""
@@ -311,7 +319,7 @@ def mlp_eos_experiment(*, depth: int, lr: float, epochs: int, seed: int = 0, sta
 
     torch.set_num_threads(1)
     X, y, _ = digits_binary(std_min=std_min)
-    out = run_mlp_eos(X, y, depth=depth, lr=lr, epochs=epochs, seed=seed, stats_every=stats_every,
+    out = run_mlp_eos(X, y, depth=depth, lr=lr, steps=steps, seed=seed, stats_every=stats_every,
                       keep_params_every=keep_params_every, cond_frac=cond_frac)
     out.pop("loss_fn", None)
     return out

@@ -63,10 +63,10 @@ PAPER_FIG6 = MFConfig(
 
 
 #: Fig 8 as stated in App. B.3.1 (epoch = one full-batch GD step, our reading; v_i = 1/k_i assumed).
-PAPER_FIG8 = dict(d=16, m=10000, k_step=0.0625, noise=0.01, lrs=(0.5, 2.6), epochs=100, decay_epochs=20,
+PAPER_FIG8 = dict(d=16, m=10000, k_step=0.0625, noise=0.01, lrs=(0.5, 2.6), steps=100, decay_steps=20,
                   decay_to=0.5, flattest_ratio=1.21, eos_lr="around 2.5")
 
 
 #: Figs 9-11 as stated in App. B.3.2 (MNIST 0/1, 2000 images, 79 pixels with std >= 110, width 16).
 PAPER_FIG9_11 = dict(dataset="MNIST 0 vs 1", n=2000, std_min=110, in_dim=79, width=16, depths=(3, 4, 5),
-                     lrs=(0.5, 0.4, 0.35), small_lr=0.1, loss="MSE", epochs=None)
+                     lrs=(0.5, 0.4, 0.35), small_lr=0.1, loss="MSE", steps=None)
