@@ -220,7 +220,7 @@ def test_mf_bifurcation_converges_below_the_line_and_oscillates_above():
 def test_mlp_eos_experiment_on_digits_returns_a_picklable_dict():
     import pickle
 
-    out = beyond_low_dimension.mlp_eos_experiment(depth=2, lr=0.5, epochs=3)
+    out = beyond_low_dimension.mlp_eos_experiment(depth=2, lr=0.5, steps=3)
     assert "loss_fn" not in out and len(out["loss"]) >= 2 and out["eos_threshold"] == pytest.approx(4.0)
     pickle.dumps(out)
 
