@@ -11,8 +11,11 @@ A chapter picks its sizes in one place with :func:`pick`, e.g. ``steps = pick(qu
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
 import random
+import warnings
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -285,3 +288,70 @@ def check_int_array(name: str, value, *, minimum: int | None = None, maximum: in
         raise ValueError(f"{name} must hold integers <= {maximum}, got {arr.tolist()}")
     return arr.astype(np.int64)
 
+
+
+def renamed_arguments(**old_to_new: str):
+    """Decorator keeping renamed keyword arguments working, for one release, under their old names.
+
+    ``@renamed_arguments(eta="lr")`` lets ``f(eta=0.1)`` call ``f(lr=0.1)`` with a ``DeprecationWarning`` that
+    names the new argument; passing both the old and the new name raises a ``ValueError`` naming the new one.
+    Positional calls are unaffected. The wrapped function's signature (``inspect.signature``) and source (the
+    sweep cache's fingerprint) are the original's; ``__renamed_arguments__`` holds the mapping.
+    """
+    for old, new in old_to_new.items():
+        if not isinstance(new, str) or not new.isidentifier() or new == old:
+            raise ValueError(f"old_to_new: the new name of {old!r} must be another identifier, got {new!r}")
+
+    def decorate(fn):
+        check_callable("fn", fn)
+        params = inspect.signature(fn).parameters
+        positions = {}
+        for old, new in old_to_new.items():
+            if new not in params:
+                raise ValueError(f"old_to_new: {fn.__qualname__} has no argument {new!r} (alias {old!r})")
+            if old in params:
+                raise ValueError(f"old_to_new: {fn.__qualname__} still has an argument {old!r}")
+            kinds = list(params)
+            if params[new].kind in (params[new].POSITIONAL_ONLY, params[new].POSITIONAL_OR_KEYWORD):
+                positions[new] = kinds.index(new)
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            for old, new in old_to_new.items():
+                if old not in kwargs:
+                    continue
+                if new in kwargs or positions.get(new, len(args)) < len(args):
+                    raise ValueError(f"{new}: pass {new!r} or its deprecated alias {old!r} to "
+                                     f"{fn.__name__}, not both")
+                warnings.warn(f"{fn.__name__}: the argument {old!r} is deprecated and will be removed in the "
+                              f"next release; use {new!r}", DeprecationWarning, stacklevel=2)
+                kwargs[new] = kwargs.pop(old)
+            return fn(*args, **kwargs)
+
+        wrapper.__renamed_arguments__ = dict(old_to_new)
+        return wrapper
+
+    return decorate
+
+
+def renamed_key(mapping: dict, old: str, new: str, *, name: str = "mapping") -> dict:
+    """A copy of the settings dict ``mapping`` (an argument called ``name``) with its deprecated key ``old``
+    renamed to ``new``, with a ``DeprecationWarning``; ``mapping`` itself when it has no key ``old``. Both keys
+    present raise a ``ValueError`` naming ``name`` and ``new``.
+
+    Example: ``cfg = renamed_key(cfg, "eta", "lr", name="cfg")`` keeps old settings dicts with ``"eta"`` working
+    for one release."""
+    if not isinstance(mapping, dict):
+        raise ValueError(f"mapping ({name}) must be a dict, got {type(mapping).__name__}")
+    for arg, value in (("old", old), ("new", new), ("name", name)):
+        if not isinstance(value, str):
+            raise ValueError(f"{arg} must be a string, got {value!r}")
+    if old not in mapping:
+        return mapping
+    if new in mapping:
+        raise ValueError(f"{name}: give {new!r} or its deprecated alias {old!r}, not both")
+    warnings.warn(f"{name}: the key {old!r} is deprecated and will be removed in the next release; use {new!r}",
+                  DeprecationWarning, stacklevel=3)
+    out = dict(mapping)
+    out[new] = out.pop(old)
+    return out

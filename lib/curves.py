@@ -271,9 +271,11 @@ def decay_law(t, y) -> dict:
 
     Fits ``log y = a + b t`` (exponential, rate ``-b``) and ``log y = a + b log t`` (power law, exponent ``b``) by
     least squares and compares their residual sums of squares (same number of parameters, so the smaller one
-    wins). Args: ``t`` (n,) positive and ``y`` (n,) positive, n >= 3. Returns a dict with ``law``
-    (``"exponential"`` or ``"power"``), ``rss_exp``, ``rss_power``, ``rate`` (of the exponential fit) and
-    ``exponent`` (of the power fit).
+    wins). Args: ``t`` (n,) positive and ``y`` (n,) positive, n >= 3.
+
+    Returns:
+        dict with ``law`` (``"exponential"`` or ``"power"``, the smaller residual), ``rss_exp`` and ``rss_power``
+        (the two residual sums of squares), ``rate`` (of the exponential fit) and ``exponent`` (of the power fit).
     """
     t = check_array("t", t)
     y = check_array("y", y)

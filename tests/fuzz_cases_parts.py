@@ -123,7 +123,7 @@ CASES = [
     C(bld.ts_ratios, "theta:array d:count", torch.ones(20, dtype=torch.float64), 4),
     C(bld.ts_loss, "X:array y:array", TS_X, torch.ones(8, dtype=torch.float64)),
     C(bld.equal_k_sharpness, "X:array k_values:array", TS_X, [0.5, 1.0]),
-    C(bld.line_search_minimum, "loss:callable theta:array g:array eta:pos n_grid:count",
+    C(bld.line_search_minimum, "loss:callable theta:array g:array lr:pos n_grid:count",
       lambda t: (t**2).sum(), T6, T6, 0.1, n_grid=11),
     C(mf.mf_flat_loss, "m:count p:count q:count C:array", 2, 2, 2, MF_C),
     C(mf.orbit_structure, "Y:array Z:array C:array", torch.eye(2), torch.eye(2), MF_C),
@@ -139,9 +139,9 @@ CASES = [
     C(trained_transformers.induction_targets, "tokens:array", TOK),
     C(trained_transformers.induction_score, "A:array tokens:array", torch.full((1, 1, 6, 6), 1 / 6), TOK),
     # --------------------------------------------------------------------------------------------- Part III
-    C(deep_models.check_assumptions, "a:array W0:array eta:pos P:pos K:pos kappa:pos C:pos", A2, W0_2, 0.1),
-    C(deep_models.assumptions_satisfiable, "a:array W0:array eta:pos", A2, W0_2, 0.1),
-    C(deep_models.run_symmetric, "a:array mu:array U0:array eta:pos steps:count", A2, [1.0, 2.0],
+    C(deep_models.check_assumptions, "a:array W0:array lr:pos P:pos K:pos kappa:pos C:pos", A2, W0_2, 0.1),
+    C(deep_models.assumptions_satisfiable, "a:array W0:array lr:pos", A2, W0_2, 0.1),
+    C(deep_models.run_symmetric, "a:array mu:array U0:array lr:pos steps:count", A2, [1.0, 2.0],
       deep_models.init_symmetric(2, 2, 0.1, 1), 0.1, 3),
     C(jacobian_lemmas.check_lemmas, "max_steps:count dynamics:option lam:prob chunk:count",
       jacobian_lemmas.lemma_setting([1.0, 4.0], 2), 3),
@@ -246,13 +246,13 @@ CASES = [
     C(linear_gd.sgd_mlp_batched, "X:array weights:object activation:option lr:pos steps:count batch_size:count "
       "seed:seed", SIM_X, weights=WS, biases=BS, lr=0.05, steps=2, batch_size=4),
     C(chain_of_thought.cot_inference, "W:array n_queries:count n_examples:count alpha:prob tau:prob rho:prob "
-      "mode:option d:count n_trr:count n_tsr:count n_steps:count noise:nonneg seed:seed",
+      "mode:option d:count n_patterns:count n_test_patterns:count n_steps:count noise:nonneg seed:seed",
       chain_of_thought.hand_built_weight(30, 3), n_queries=4, n_examples=3),
     C(chain_of_thought.icl_inference, "W:array n_queries:count n_examples:count alpha:prob tau:prob rho:prob "
-      "mode:option d:count n_trr:count n_tsr:count n_steps:count noise:nonneg seed:seed",
+      "mode:option d:count n_patterns:count n_test_patterns:count n_steps:count noise:nonneg seed:seed",
       chain_of_thought.hand_built_weight(30, 3), n_queries=4, n_examples=3),
     C(chain_of_thought.sample_test_prompts, "n_queries:count n_examples:count alpha:prob tau:prob rho:prob "
-      "mode:option d:count n_trr:count n_tsr:count n_steps:count noise:nonneg seed:seed",
+      "mode:option d:count n_patterns:count n_test_patterns:count n_steps:count noise:nonneg seed:seed",
       4, 3, 0.8, 0.5, 0.8, "distractor", 30, 20, 10, 3, 0.2, 0),
     C(gcn_sampling.sin_tanh_labels, "A_hat:array X:array W_star:array C_star:array", torch.eye(4),
       torch.ones(4, 3), torch.ones(3, 2), torch.ones(2, 2)),

@@ -49,8 +49,8 @@ CASES = [
     C(icl.train_icl_gpt, "train_config:object tests:object d_model:count n_layers:count n_heads:count lr:pos "
       "batch:count steps:count n_test:count seed:seed", ICL, [ICL], d_model=8, n_layers=1, n_heads=1, steps=1,
       batch=2, n_test=4),
-    C(bld.run_teacher_student, "X:array y:array theta0:array lr:pos epochs:count sharp_every:count", TS_X, TS_Y,
-      TS_THETA, lr=0.5, epochs=1),
+    C(bld.run_teacher_student, "X:array y:array theta0:array lr:pos steps:count sharp_every:count", TS_X, TS_Y,
+      TS_THETA, lr=0.5, steps=1),
     C(diffusion.train_concept_classifier,
       "image_size:count variant:option steps:count n:count seed:seed deltas:arraynone",
       steps=1, n=2, deltas=[0.5]),
@@ -61,9 +61,9 @@ CASES = [
     C(language_models.train_template_lm, "steps:count batch:count d_model:count n_layers:count lr:pos seed:seed "
       "dog_fraction:prob", steps=1, batch=2, d_model=8, n_layers=1),
     C(ioi.train_ioi, "setting:object n_layers:count optimizer:option seed:seed record_every:count", IOI, 2, "sgd"),
-    C(bld.run_mlp_eos, "X:array y:array depth:count lr:pos epochs:count width:count stats_every:count "
+    C(bld.run_mlp_eos, "X:array y:array depth:count lr:pos steps:count width:count stats_every:count "
       "keep_params_every:count cond_frac:prob seed:seed", MLP_X, (MLP_X[:, 0] > 0).double(), depth=2, lr=0.1,
-      epochs=1, width=4, cond_frac=0.0),
+      steps=1, width=4, cond_frac=0.0),
     C(shallow_vits.train_vit, "Ns:array seeds:array alpha_star:prob alpha_hash:prob record_every:count "
       "n_remove:count", [4], [0], VIT, 0.4, 0.1, record_every=1),
     C(communities.run_sbm, "a:nonneg b:nonneg n:count K:count n_train:count n_test:count hidden:count "

@@ -171,7 +171,7 @@ def test_chapter_results_round_trip(cache):
     """A real cached experiment of EoS chapter 4 (a few epochs) comes back identical from the cache."""
     from lib.parts.edge_of_stability.beyond_low_dimension import teacher_student_experiment
 
-    cfg = dict(m=8, lr=0.5, epochs=5, sharp_every=2)
+    cfg = dict(m=8, lr=0.5, steps=5, sharp_every=2)
     fresh = sweep.cached_call(teacher_student_experiment, cfg, name="ts")
     again = sweep.cached_call(teacher_student_experiment, cfg, name="ts")
     _assert_same(fresh, again)

@@ -367,7 +367,7 @@ def test_every_training_path_reports_divergence():
     torch.set_default_dtype(torch.float32)  # the graph-transformer chapter runs in float32 (restored by the fixture)
     tiny = dict(settings.GT, n=40, degree=6, K=4, m=4, n_test=10, steps=20, batch=4)
     with np.errstate(all="ignore"):
-        gt = gtr.train_gt([20], [0], {**tiny, "eta": 1e6}, 0.4, 0.1)
+        gt = gtr.train_gt([20], [0], {**tiny, "lr": 1e6}, 0.4, 0.1)
     assert gt["diverged"].all() and (gt["diverged_step"] >= 1).all()
     gt = gtr.train_gt([20], [0], {**tiny, "steps": 2}, 0.4, 0.1)
     assert not gt["diverged"].any() and (gt["diverged_step"] == -1).all()

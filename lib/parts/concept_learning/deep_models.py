@@ -8,7 +8,8 @@ otherwise.
 
 We run exact gradient descent on ``U`` (never the W-space map (D.2) directly, which can leave the cone of PSD
 matrices and blow up). With the step ``U <- U - (eta / 2) grad_U L`` the induced update of ``W`` equals (D.2) with
-step ``eta`` up to ``O(eta^2)``, so the time ``t = eta * k`` after ``k`` steps is the time of Eq. (4.3).
+step ``eta`` up to ``O(eta^2)``, so the time ``t = eta * k`` after ``k`` steps is the time of Eq. (4.3). The step
+``eta`` is the argument ``lr`` (and :attr:`SymmetricRun.lr`); ``eta`` still works, deprecated, for one release.
 
 Contents:
 
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -41,6 +43,7 @@ from lib.config import (
     check_range,
     check_seed,
     check_shape,
+    renamed_arguments,
 )
 from lib.curves import hitting_time, peak_positions
 from lib.parts.concept_learning.linear_gd import init_deep_linear, population_gd_deep_linear, sgd_mlp_batched
@@ -54,11 +57,11 @@ HELDOUT_SEED_OFFSET = 1_000
 def entry_groups(s: int, d: int) -> dict:
     """Masks of the Jacobian entries of Fig. 4.
 
-    Returns a dict with boolean ``(d, d)`` masks ``"major"`` (first ``s`` diagonal entries), ``"minor"``
-    (off-diagonal entries in the first ``s`` rows or columns), ``"irrelevant"`` (the rest) and ``"groups"``, a
-    list of ``s`` masks: group ``p`` holds the minor entries of row ``p`` or column ``p`` (each minor entry
-    between
-    two informative indices belongs to two groups).
+    Returns:
+        dict of boolean ``(d, d)`` masks: ``major`` (first ``s`` diagonal entries), ``minor`` (off-diagonal
+        entries in the first ``s`` rows or columns), ``irrelevant`` (the rest) and ``groups``, a list of ``s``
+        masks: group ``p`` holds the minor entries of row ``p`` or column ``p`` (each minor entry between two
+        informative indices belongs to two groups).
     """
     check_int("s", s, minimum=1)
     check_int("d", d, minimum=s)
@@ -110,7 +113,7 @@ class SymmetricRun:
     Attributes:
         steps: ``(R,)`` recorded GD steps; ``time = eta * steps`` is the time of Eq. (4.3).
         W: ``(R, B, d, d)`` Jacobians ``U U^T`` at the recorded steps (``B`` seeds).
-        a: ``(d,)`` data second moment; mu: ``(s,)`` signal strengths; eta: step.
+        a: ``(d,)`` data second moment; mu: ``(s,)`` signal strengths; lr: step (the paper's eta).
         diverged: ``(B,)`` True where a run produced a non-finite value.
     """
 
@@ -118,12 +121,19 @@ class SymmetricRun:
     W: np.ndarray
     a: np.ndarray
     mu: np.ndarray
-    eta: float
+    lr: float
     diverged: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
 
     @property
+    def eta(self) -> float:
+        """Deprecated alias of :attr:`lr` (kept for one release)."""
+        warnings.warn("SymmetricRun.eta is deprecated and will be removed in the next release; use "
+                      "SymmetricRun.lr", DeprecationWarning, stacklevel=2)
+        return self.lr
+
+    @property
     def time(self) -> np.ndarray:
-        return self.eta * self.steps
+        return self.lr * self.steps
 
     @property
     def x_hat(self) -> np.ndarray:
@@ -150,22 +160,23 @@ class SymmetricRun:
     def seed(self, b: int) -> SymmetricRun:
         """The run of one seed of the batch (a batch of size 1)."""
         return SymmetricRun(
-            self.steps, self.W[:, b : b + 1], self.a, self.mu, self.eta, self.diverged[b : b + 1]
+            self.steps, self.W[:, b : b + 1], self.a, self.mu, self.lr, self.diverged[b : b + 1]
         )
 
 
-def run_symmetric(a, mu, U0, eta: float, steps: int, record_steps=None) -> SymmetricRun:
+@renamed_arguments(eta="lr")
+def run_symmetric(a, mu, U0, lr: float, steps: int, record_steps=None) -> SymmetricRun:
     """Batched GD on ``U`` for the symmetric two-layer model on the SIM population loss (Eq. 4.1).
 
     Update: ``U <- U - (eta / 2) * [(W - I) A + A (W - I)] U`` with ``W = U U^T`` (this is ``-(eta/2) grad_U
     L``),
-    so that ``W`` follows (D.2) with step ``eta`` to first order.
+    so that ``W`` follows (D.2) with step ``lr`` to first order.
 
     Args:
         a: ``(d,)`` second moment (see :func:`~lib.parts.concept_learning.sim_data.second_moment`); mu: ``(s,)``
             signal strengths (for ``x_hat``).
         U0: ``(B, d, d')`` initial factors (see :func:`init_symmetric`).
-        eta: step, > 0; steps: number of GD steps, >= 1.
+        lr: step, > 0; steps: number of GD steps, >= 1.
         record_steps: increasing integers in ``[0, steps]`` (default :func:`default_record_steps`).
 
     Returns:
@@ -177,7 +188,7 @@ def run_symmetric(a, mu, U0, eta: float, steps: int, record_steps=None) -> Symme
     U = np.array(U0, dtype=float, copy=True)
     if U.ndim != 3 or U.shape[1] != a.size:
         raise ValueError(f"U0 must have shape (B, d={a.size}, d'), got {U.shape}")
-    check_positive("eta", eta)
+    check_positive("lr", lr)
     check_int("steps", steps, minimum=1)
     rec = default_record_steps(steps) if record_steps is None else np.asarray(record_steps, dtype=int)
     if rec.ndim != 1 or rec.size == 0 or np.any(np.diff(rec) <= 0) or rec[0] < 0 or rec[-1] > steps:
@@ -186,7 +197,7 @@ def run_symmetric(a, mu, U0, eta: float, steps: int, record_steps=None) -> Symme
     eye = np.eye(d)
     out = np.empty((rec.size, B, d, d))
     r = 0
-    half_eta = 0.5 * eta
+    half_eta = 0.5 * lr
     with np.errstate(all="ignore"):
         for k in range(steps + 1):
             W = U @ U.transpose(0, 2, 1)
@@ -202,7 +213,7 @@ def run_symmetric(a, mu, U0, eta: float, steps: int, record_steps=None) -> Symme
                 bad = ~np.isfinite(U).all(axis=(1, 2)) | (np.abs(U).max(axis=(1, 2)) > 1e6)
                 U[bad] = np.nan
     diverged = ~np.isfinite(out).all(axis=(0, 2, 3))
-    return SymmetricRun(rec, out, a, mu, float(eta), diverged)
+    return SymmetricRun(rec, out, a, mu, float(lr), diverged)
 
 
 def w_update_d2(W, a) -> np.ndarray:
@@ -255,12 +266,13 @@ def growth_suppression_noise(W, a):
 def stage_sequence(run: SymmetricRun, prominence: float = 1e-3) -> dict:
     """Times of the growth-suppression cycle of an ``s = 2`` run (Fig. 5), per seed.
 
-    With the concepts labelled so that ``a_strong > a_weak``, returns a dict of ``(B,)`` arrays:
-    ``rise_strong`` / ``rise_weak`` (first time the major entry reaches 1/2), ``minor_peak`` (time of the
-    largest value of the minor ``w_12``), ``loss_peak`` (time of the first OOD-loss bump with the given
-    prominence,
-    ``nan`` if none) and ``in_order`` (``rise_strong < minor_peak < loss_peak < rise_weak``, the order of Sec.
-    4.2).
+    The concepts are labelled so that ``a_strong > a_weak``.
+
+    Returns:
+        dict of ``(B,)`` arrays: ``rise_strong`` / ``rise_weak`` (first time the major entry reaches 1/2),
+        ``minor_peak`` (time of the largest value of the minor ``w_12``), ``loss_peak`` (time of the first
+        OOD-loss bump with the given prominence, ``nan`` if none) and ``in_order`` (``rise_strong < minor_peak <
+        loss_peak < rise_weak``, the order of Sec. 4.2).
     """
     check_instance("run", run, SymmetricRun)
     s = run.mu.size
@@ -292,11 +304,13 @@ def stage_sequence(run: SymmetricRun, prominence: float = 1e-3) -> dict:
 def plateau_stats(run: SymmetricRun, i: int = 0, level: float = 0.5) -> dict:
     """Plateau of a suppressed major entry ``w_ii`` (the failure mode of Fig. 10), per seed.
 
-    Returns a dict of ``(B,)`` arrays: ``w_min`` (smallest value of ``w_ii``), ``t_min`` (when), ``t_escape``
-    (first time after ``t_min`` at which ``w_ii >= level``; ``inf`` if not within the run) and ``length =
-    t_escape - t_min``. Linearising Eq. (4.3) around ``w_ii = 0`` with the other concepts learned gives
-    ``d w_ii / dt ~ 2 a_i w_ii``, hence ``length ~ log(1 / w_min) / (2 a_i) + const``
-    (:func:`plateau_slope_theory`).
+    Linearising Eq. (4.3) around ``w_ii = 0`` with the other concepts learned gives ``d w_ii / dt ~ 2 a_i w_ii``,
+    hence ``length ~ log(1 / w_min) / (2 a_i) + const`` (:func:`plateau_slope_theory`).
+
+    Returns:
+        dict of ``(B,)`` arrays: ``w_min`` (smallest value of ``w_ii``), ``t_min`` (when), ``t_escape`` (first
+        time after ``t_min`` at which ``w_ii >= level``; ``inf`` if not within the run) and ``length``
+        (``t_escape - t_min``).
     """
     check_instance("run", run, SymmetricRun)
     check_int("i", i, minimum=0, maximum=run.W.shape[-1] - 1)
@@ -321,8 +335,9 @@ def plateau_slope_theory(a, i: int = 0) -> float:
     return 1.0 / (2.0 * a[i])
 
 
+@renamed_arguments(eta="lr")
 def check_assumptions(
-    a, W0, eta: float, *, P: float = 2.0, K: float = 20.0, kappa: float = 1.2, C: float = 2.0
+    a, W0, lr: float, *, P: float = 2.0, K: float = 20.0, kappa: float = 1.2, C: float = 2.0
 ) -> dict:
     """Check Assumptions D.1-D.5 of App. D.1 for one initial Jacobian ``W0`` and given constants.
 
@@ -331,13 +346,15 @@ def check_assumptions(
     ascending,
     ``i > j`` means a stronger concept ``i``); we sort ``a`` internally.
 
-    Returns a dict ``{"D.1": bool, ..., "D.5": bool, "all": bool, "constants": {...}}``.
+    Returns:
+        dict with ``D.1``, ``D.2``, ``D.3``, ``D.4``, ``D.5`` (bool: whether that assumption holds), ``all``
+        (all five hold) and ``constants`` (the dict of ``alpha, gamma, omega, beta, P, K, kappa, C`` used).
     """
     check_array("W0", W0)
     a = _vec("a", a)
     W0 = np.asarray(W0, dtype=float)
     check_shape("W0", W0, (a.size, a.size))
-    check_positive("eta", eta)
+    check_positive("lr", lr)
     check_positive("P", P)
     check_positive("K", K)
     check_positive("kappa", kappa)
@@ -352,7 +369,7 @@ def check_assumptions(
     beta = float(absw.max() / omega) if omega > 0 else np.inf
     gamma, beta = max(gamma, 1.0 + 1e-12), max(beta, 1.0 + 1e-12)  # D.1 asks gamma, beta > 1
     res["D.1"] = bool(ok1)
-    res["D.2"] = bool(K >= 20 and eta <= 1.0 / (9 * K * gamma * alpha)) if ok1 else False
+    res["D.2"] = bool(K >= 20 and lr <= 1.0 / (9 * K * gamma * alpha)) if ok1 else False
     res["D.3"] = bool(P * omega * beta <= 0.4) if ok1 else False
     if ok1:
         bound = min(min(kappa - 1, 1 - kappa**-0.5) / (P * K * gamma * d * beta**2), 1 / math.sqrt(2 * beta))
@@ -374,12 +391,13 @@ def check_assumptions(
     return res
 
 
-def assumptions_satisfiable(a, W0, eta: float) -> dict:
+@renamed_arguments(eta="lr")
+def assumptions_satisfiable(a, W0, lr: float) -> dict:
     """Search the free constants ``(P, K, kappa, C)`` of D.1-D.5 on a grid; report which assumptions can hold.
 
-    Returns ``{"D.1": bool, ..., "D.5": bool, "all": bool}`` where each entry says whether SOME grid point
-    satisfies
-    that assumption, and ``"all"`` whether one grid point satisfies all five at once.
+    Returns:
+        dict with ``D.1``, ``D.2``, ``D.3``, ``D.4``, ``D.5`` (bool: whether SOME grid point satisfies that
+        assumption) and ``all`` (whether one grid point satisfies all five at once).
     """
     check_array("W0", W0)
     names = ("D.1", "D.2", "D.3", "D.4", "D.5")
@@ -388,7 +406,7 @@ def assumptions_satisfiable(a, W0, eta: float) -> dict:
     for P, K, kappa, C in itertools.product(
         np.geomspace(2, 1e300, 61), (20.0, 40.0, 100.0), (1.15, 1.3, 1.6, 2.0), (1.01, 1.5, 3.0, 10.0)
     ):
-        r = check_assumptions(a, W0, eta, P=P, K=K, kappa=kappa, C=C)
+        r = check_assumptions(a, W0, lr, P=P, K=K, kappa=kappa, C=C)
         for n in names:
             any_ok[n] |= r[n]
         all_ok |= r["all"]
@@ -442,8 +460,9 @@ def deep_linear_population_run(mu, sigma, d: int, depth: int, width: int, *, n_s
     ``R^d -> R^d`` (``depth`` layers of width ``width``, PyTorch-default initialisation, model ``k`` from seed
     ``k``) on unrotated SIM data, recorded at :func:`default_record_steps`.
 
-    Returns ``steps`` (R,), ``output`` (R, n_seeds, d) at the OOD point, ``ood_loss`` and ``train_loss``
-    (R, n_seeds), ``diverged`` (n_seeds,).
+    Returns:
+        dict with ``steps`` (R,) the recorded steps, ``output`` (R, n_seeds, d) at the OOD point, ``ood_loss``
+        and ``train_loss`` (R, n_seeds), ``diverged`` (n_seeds,) bool.
     """
     check_int("d", d, minimum=1)  # named here, not as the helper's d_in / K
     check_int("n_seeds", n_seeds, minimum=1)
@@ -468,9 +487,12 @@ def deep_linear_sgd_run(mu, sigma, d: int, depth: int, width: int, *, n_seeds: i
     whole sample ``X`` is exact: ``1/2 tr[(W - I) S (W - I)^T]`` with ``S = X^T X / N``; the OOD loss is
     ``1/2 ||W x_hat - x_hat||^2``. Recorded at :func:`default_record_steps`.
 
-    Returns ``steps`` (R,), ``output`` (R, n_seeds, d) at the OOD point, ``ood_loss``, ``train_loss`` (on the whole
-    training sample) and ``heldout_loss`` (R, n_seeds), ``diverged`` (n_seeds,). ``device``: where the networks
-    train (:func:`~lib.parts.concept_learning.linear_gd.sgd_mlp_batched`).
+    ``device``: where the networks train (:func:`~lib.parts.concept_learning.linear_gd.sgd_mlp_batched`).
+
+    Returns:
+        dict with ``steps`` (R,) the recorded steps, ``output`` (R, n_seeds, d) at the OOD point, ``ood_loss``,
+        ``train_loss`` (on the whole training sample) and ``heldout_loss`` (R, n_seeds), ``diverged`` (n_seeds,)
+        bool.
     """
     check_int("d", d, minimum=1)
     check_int("n_seeds", n_seeds, minimum=1)

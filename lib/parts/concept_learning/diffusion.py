@@ -200,9 +200,13 @@ def train_ensemble(models: list[torch.nn.Module], images: torch.Tensor, cond: to
             the seeded generator and moved, so a seed gives the same draws on every device. ``readout`` gets
             images on that device. The returned arrays (and state dicts) are on the CPU.
 
-    Returns a history dict of NumPy arrays: ``step`` (steps,), ``loss`` (steps, K), ``lr`` (steps,),
-    ``checkpoint`` (P,), ``concepts`` (P, K, n, heads) per-sample coordinates, ``images`` (P, K, keep, C, S, S),
-    ``seconds`` (wall time). Non-finite losses mark a model as diverged (``diverged`` (K,) bool) instead of raising.
+    Non-finite losses mark a model as diverged instead of raising.
+
+    Returns:
+        history dict of NumPy arrays: ``step`` (steps,), ``loss`` (steps, K), ``lr`` (steps,) the learning rate
+        used, ``checkpoint`` (P,), ``concepts`` (P, K, n, heads) per-sample coordinates, ``images`` (P, K, keep,
+        C, S, S), ``seconds`` (wall time), ``diverged`` (K,) bool and ``state_dicts`` (the K trained models'
+        weights, on the CPU).
     """
     check_array("images", images)
     check_array("cond", cond)
@@ -368,11 +372,8 @@ def concept_diffusion_experiment(deltas=(0.1, 0.8), seeds=(0,), image_size: int 
     """Train one conditional denoiser per (colour signal, seed) on the classes 00, 01, 10 and read out the
     held-out prompt (blue, small) in concept space at log-spaced checkpoints (Yang et al. 2025, Fig. 6).
 
-    Returns a dict of NumPy arrays: ``deltas`` (D,), ``seeds`` (R,), ``checkpoint`` (P,), ``concepts``
-    (D, R, P, samples, 2) with per-image ``(P(blue), P(small))``, ``images`` (D, R, P, keep, 3, S, S) float16,
-    ``loss`` (steps, D, R), ``classifier_accuracy`` (2,), ``seconds``. All randomness is seeded. ``threads``: torch
-    intra-op threads (1: the U-Nets are small, and one thread per process is fastest on a shared machine; run
-    several processes instead, see :func:`merge_diffusion_runs`).
+    All randomness is seeded. ``threads``: torch intra-op threads (1: the U-Nets are small, and one thread per
+    process is fastest on a shared machine; run several processes instead, see :func:`merge_diffusion_runs`).
 
     Options for the training details of Park et al.'s released code (the defaults are the chapter's design):
     ``data_range="unit"`` trains on images in [0, 1] instead of [-1, 1]; ``zero_init`` and ``residual_out`` are
@@ -383,6 +384,12 @@ def concept_diffusion_experiment(deltas=(0.1, 0.8), seeds=(0,), image_size: int 
     denoisers train and sample. Initial weights, data and every random draw are made on the CPU from the same
     seeds and moved there, and the returned arrays are CPU NumPy arrays, so a result looks the same whatever the
     device (equal up to floating-point round-off, not bit for bit, across devices).
+
+    Returns:
+        dict of NumPy arrays: ``deltas`` (D,) the colour signals, ``seeds`` (R,), ``checkpoint`` (P,) the
+        sampling steps, ``concepts`` (D, R, P, samples, 2) with per-image ``(P(blue), P(small))``, ``images``
+        (D, R, P, keep, 3, S, S) float16, ``loss`` (steps, D, R), ``diverged`` (D, R) bool (a non-finite loss),
+        ``classifier_accuracy`` (2,) of the concept classifier, ``seconds`` (wall time).
     """
     from lib.models.cnn import concept_probs
     from lib.models.unet import CondUNet, UNetConfig
@@ -434,7 +441,12 @@ def concept_diffusion_experiment(deltas=(0.1, 0.8), seeds=(0,), image_size: int 
 def merge_diffusion_runs(parts: list[dict]) -> dict:
     """One result from :func:`concept_diffusion_experiment` runs over disjoint colour signals with the same seeds
     and checkpoints (e.g. one process per signal with ``lib.sweep.sweep(..., n_jobs=2)``): the arrays are joined
-    along the signal axis, in the order given; ``seconds`` is the longest part's."""
+    along the signal axis, in the order given.
+
+    Returns:
+        dict with the keys of :func:`concept_diffusion_experiment`, joined along the signal axis; ``seconds`` is
+        the longest part's.
+    """
     if not isinstance(parts, (list, tuple)) or not parts:
         raise ValueError("parts must be a non-empty list of concept_diffusion_experiment results")
     first = parts[0]

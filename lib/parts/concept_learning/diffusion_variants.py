@@ -34,13 +34,19 @@ def fig6_verdicts(run: dict, *, level: float, bend: float, bend_se: float, decay
     ``run``: a (merged) result of ``concept_diffusion_experiment`` with at least two colour signals; ``level``,
     ``bend``, ``bend_se``, ``decay``, ``bump``, ``bump_se``: the chapter's constants ``LEVEL`` ... ``BUMP_SE``.
     ``first_step``: ignore the checkpoints before this step (the authors' code records from step 500 of 20,000,
-    i.e. from 2.5 % of training). Returns a dict with, per rule, the numbers and the status the chapter's rule
-    gives: ``order`` (seed-mean (colour, size) learned steps at the strongest and weakest signal, reversal in the
-    seed mean, number of seeds reversed), ``bend`` (seeds bending at the strongest and the weakest signal),
-    ``decay`` (first/last-quarter speed ratio per signal, ``decays`` where it reaches ``decay``), ``final_mse`` and
-    ``bump`` (seeds with an MSE bump at the weakest signal), each with its ``*_status``, and ``laws`` with
-    ``law_status``: the law of the decay (exponential or power) per signal from the seed paths
-    (:func:`decay_laws`).
+    i.e. from 2.5 % of training).
+
+    Returns:
+        dict with, per rule, the numbers and the status the chapter's rule gives: ``deltas`` (the run's colour
+        signals), ``seeds`` (its number of seeds), ``steps`` (the checkpoints used); ``order_strong`` /
+        ``order_weak`` (seed-mean (colour, size) learned steps at the strongest and the weakest signal),
+        ``order_mean`` (reversal in the seed mean),
+        ``order_seeds`` (number of seeds reversed), ``order_status``; ``bend_strong`` / ``bend_weak`` (seeds
+        bending at the strongest and the weakest signal), ``bend_offsets_strong`` / ``bend_offsets_weak`` (their
+        offsets), ``bend_status``; ``decay_ratio`` (first/last-quarter speed ratio per signal), ``decays`` (where
+        it reaches ``decay``), ``decay_status``; ``final_mse`` and ``final_status``; ``bump_weak`` (seeds with an
+        MSE bump at the weakest signal) and ``bump_status``; ``laws`` (the law of the decay, exponential or power,
+        per signal from the seed paths, :func:`decay_laws`) and ``law_status``.
     """
     for name, value in (("level", level), ("bend", bend), ("bend_se", bend_se), ("decay", decay), ("bump", bump),
                         ("bump_se", bump_se)):

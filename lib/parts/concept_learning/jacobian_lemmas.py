@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from lib.config import check_in, check_int, check_positive, check_range, check_seed
+from lib.config import check_in, check_int, check_positive, check_range, check_seed, renamed_key
 from lib.parts.concept_learning.deep_models import check_assumptions, w_update_d2
 from lib.parts.concept_learning.sim_data import _vec
 
@@ -42,9 +42,12 @@ def lemma_setting(a, n_seeds: int, *, seed: int = 0, K: float = 20.0, kappa: flo
 
     Args: ``a`` (d,) ascending, positive; ``n_seeds`` >= 1; ``seed``; ``K >= 20``; ``kappa`` in ``(1.1, 2]``;
     ``r >= 1``; ``delta > 0``.
-    Returns a dict: ``W0`` (n_seeds, d, d), ``a``, ``eta``, ``omega``, ``beta``, ``P`` (may be huge), ``logP``,
-    ``K``, ``kappa``, ``C``, ``alpha``, ``gamma`` and ``check`` (the result of
-    :func:`~lib.parts.concept_learning.deep_models.check_assumptions` for every seed: all True by construction).
+
+    Returns:
+        dict with ``W0`` (n_seeds, d, d), ``a``, ``lr`` (the step, the paper's eta), the constants ``omega``,
+        ``beta``, ``P`` (may be huge), ``logP``, ``K``, ``kappa``, ``C``, ``alpha``, ``gamma`` of App. D, and
+        ``check`` (the result of :func:`~lib.parts.concept_learning.deep_models.check_assumptions` for every
+        seed: all True by construction).
     """
     a = _ascending(a)
     check_int("n_seeds", n_seeds, minimum=1)
@@ -74,11 +77,11 @@ def lemma_setting(a, n_seeds: int, *, seed: int = 0, K: float = 20.0, kappa: flo
     logP = max(1.01 * q * (10 * kappa**2 * L + math.log(beta)) / (1 - q), math.log(2.0))
     P = math.exp(logP)
     omega = c0 / (P * K * gamma * d * beta**2)
-    eta = 1.0 / (9 * K * gamma * alpha)
+    lr = 1.0 / (9 * K * gamma * alpha)
     W0 = omega * M
-    check = [check_assumptions(a, w, eta, P=P, K=K, kappa=kappa, C=C) for w in W0]
+    check = [check_assumptions(a, w, lr, P=P, K=K, kappa=kappa, C=C) for w in W0]
     # check_assumptions reads omega and beta from each W0; the common beta bounds every seed
-    return dict(W0=W0, a=a, eta=eta, omega=omega, beta=beta, P=P, logP=logP, K=K, kappa=kappa, C=C,
+    return dict(W0=W0, a=a, lr=lr, omega=omega, beta=beta, P=P, logP=logP, K=K, kappa=kappa, C=C,
                 alpha=alpha, gamma=gamma, check=check)
 
 
@@ -116,10 +119,13 @@ def check_lemmas(setting: dict, max_steps: int, *, dynamics: str = "d2", lam: fl
       ``max |w_ij(t')| / max(|w_ij(t0)|, omega) - 1``;
     * ``lemma_d8``: ``max_t max_{i != j} |w_ij(t)| / (P beta omega) - 1``.
 
-    Also returned: ``exit_ratio`` (n_seeds, d), the measured exit times of the majors over ``T1(i)`` (Lemma D.3
-    says >= 1), ``t_converged`` (n_seeds,) the first step with all majors >= 1 - 2/K, ``steps`` run,
-    ``T1``, ``final_W`` (n_seeds, d, d).
+    Returns:
+        dict with ``margins`` (the dict of the margins above, by name), ``exit_ratio`` (n_seeds, d) the measured
+        exit times of the majors over ``T1(i)`` (Lemma D.3 says >= 1), ``t_converged`` (n_seeds,) the first step
+        with all majors >= 1 - 2/K, ``steps`` run, ``T1`` and ``T1i`` (d,) (the times of Lemmas D.2 and D.3), and
+        ``final_W`` (n_seeds, d, d).
     """
+    setting = renamed_key(setting, "eta", "lr", name="setting")
     W = np.array(setting["W0"], dtype=np.float64)
     a = _ascending(setting["a"])
     check_int("max_steps", max_steps, minimum=1)
@@ -128,7 +134,7 @@ def check_lemmas(setting: dict, max_steps: int, *, dynamics: str = "d2", lam: fl
     if W.ndim != 3 or W.shape[1:] != (a.size, a.size):
         raise ValueError(f"setting['W0'] must have shape (B, {a.size}, {a.size}), got {W.shape}")
     B, d = W.shape[0], a.size
-    eta, K, kappa = setting["eta"], setting["K"], setting["kappa"]
+    lr, K, kappa = setting["lr"], setting["K"], setting["kappa"]
     omega, beta, logP = setting["omega"], setting["beta"], setting["logP"]
     alpha, gamma = setting["alpha"], setting["gamma"]
     pbw = math.exp(logP) * beta * omega
@@ -144,8 +150,8 @@ def check_lemmas(setting: dict, max_steps: int, *, dynamics: str = "d2", lam: fl
     logw0 = np.log(np.abs(W))
     sign0 = np.sign(W)
     diag0 = np.diagonal(W, axis1=1, axis2=2).copy()
-    T1 = logP / (2 * eta * gamma * alpha * kappa)
-    T1i = np.log(pbw / diag0) / (2 * eta * a * kappa)
+    T1 = logP / (2 * lr * gamma * alpha * kappa)
+    T1i = np.log(pbw / diag0) / (2 * lr * a * kappa)
     n_bound = 2 * math.exp(logP) * gamma * alpha * d * beta**2 * omega**2
     keys = ("cor_d1", "cor_d1_p2", "lemma_d1", "lemma_d2", "lemma_d3", "lemma_d4", "lemma_d5", "cor_d2", "lemma_d6",
             "lemma_d7", "lemma_d8")
@@ -164,10 +170,10 @@ def check_lemmas(setting: dict, max_steps: int, *, dynamics: str = "d2", lam: fl
             n = min(chunk, max_steps - t)
             for _ in range(n):
                 if U is None:
-                    W = W + eta * w_update_d2(W, a)
+                    W = W + lr * w_update_d2(W, a)
                 else:  # U <- U - (eta / 2) grad_U L, grad_U L = [(W - I) A + A (W - I)] U
                     X = W * a + a[:, None] * W - 2 * np.diag(a)
-                    U = U - 0.5 * eta * (X @ U)
+                    U = U - 0.5 * lr * (X @ U)
                     W = U @ np.swapaxes(U, 1, 2)
                 hist.append(W)
             tr = np.stack(hist)  # (n + 1, B, d, d): steps t .. t + n
@@ -185,11 +191,11 @@ def check_lemmas(setting: dict, max_steps: int, *, dynamics: str = "d2", lam: fl
             N = 0.5 * np.einsum("kij,...ki,...kj->...ij", coef, tr, tr)
             m["cor_d1"] = max(m["cor_d1"], float(np.abs(N).max() / n_bound - 1))
             m["cor_d1_p2"] = max(m["cor_d1_p2"], float(np.abs(N).max() / (n_bound * math.exp(logP)) - 1))
-            m["lemma_d1"] = max(m["lemma_d1"], float((logw - logw0 - eta * tt * rate * kappa).max()))
+            m["lemma_d1"] = max(m["lemma_d1"], float((logw - logw0 - lr * tt * rate * kappa).max()))
             early = ts <= T1
             if early.any():
                 e = tr[early]
-                m["lemma_d2"] = max(m["lemma_d2"], float((logw0 + eta * tt[early] * rate / kappa - logw[early]).max()),
+                m["lemma_d2"] = max(m["lemma_d2"], float((logw0 + lr * tt[early] * rate / kappa - logw[early]).max()),
                                     float(np.abs(e).max() / pbw - 1), float(-(np.sign(e) * sign0).min()))
             # per major entry: the initial phase (D.3), the exit time, the growth after it (D.4)
             for b in range(B):
@@ -198,7 +204,7 @@ def check_lemmas(setting: dict, max_steps: int, *, dynamics: str = "d2", lam: fl
                     before = ts <= T1i[b, i]
                     if before.any():
                         m["lemma_d3"] = max(m["lemma_d3"], float(np.max(
-                            np.log(diag0[b, i]) + 2 * eta * ts[before] * a[i] / kappa - np.log(x[before]))),
+                            np.log(diag0[b, i]) + 2 * lr * ts[before] * a[i] / kappa - np.log(x[before]))),
                             float(x[before].max() / pbw - 1))
                     if t_exit[b, i] < 0 and (x > pbw).any():
                         k = int(np.argmax(x > pbw))
@@ -210,7 +216,7 @@ def check_lemmas(setting: dict, max_steps: int, *, dynamics: str = "d2", lam: fl
                         seg = after & (ts < stop)
                         if seg.any():
                             m["lemma_d4"] = max(m["lemma_d4"], float(np.max(
-                                np.log(w_exit[b, i]) + 2 * eta * (ts[seg] - t_exit[b, i]) * a[i] * (1 - lam) / kappa
+                                np.log(w_exit[b, i]) + 2 * lr * (ts[seg] - t_exit[b, i]) * a[i] * (1 - lam) / kappa
                                 - np.log(x[seg]))))
                         reached_lam[b, i] = bool(hit.any())
                     if t_high[b, i] < 0 and (x >= 1 - 2 / K).any():

@@ -60,25 +60,25 @@ PAPER_SIM = dict(d=64, n=5000, batch_size=128, lr=0.1, epochs=40, width=64, rota
 #: Fig. 5: s = 2, "all entries of W initialised positive"; d, d', mu, eta and init scale are not given (our
 #: guesses).
 PAPER_FIG5 = dict(
-    mu=(1.0, 2.0), sigma=(0.05, 0.05), d=2, d_prime=2, tau=0.05, positive=True, eta=0.01, steps=6000
+    mu=(1.0, 2.0), sigma=(0.05, 0.05), d=2, d_prime=2, tau=0.05, positive=True, lr=0.01, steps=6000
 )
 
 
 #: Fig. 8 (triple descent) and Fig. 9 (quadruple descent): mu, sigma and d = s from the captions; eta, tau, d'
 #: guessed.
 PAPER_FIG8 = dict(
-    mu=(1.0, 1.5, 2.2), sigma=(0.05, 0.05, 0.05), d=3, d_prime=3, tau=0.05, eta=0.01, steps=20000
+    mu=(1.0, 1.5, 2.2), sigma=(0.05, 0.05, 0.05), d=3, d_prime=3, tau=0.05, lr=0.01, steps=20000
 )
 
 
 PAPER_FIG9 = dict(
-    mu=(1.0, 1.5, 2.2, 2.7), sigma=(0.05, 0.05, 0.05, 0.5), d=4, d_prime=4, tau=0.05, eta=0.01, steps=20000
+    mu=(1.0, 1.5, 2.2, 2.7), sigma=(0.05, 0.05, 0.05, 0.5), d=4, d_prime=4, tau=0.05, lr=0.01, steps=20000
 )
 
 
 #: Fig. 10 (failure mode): mu, sigma, d = s from the caption.
 PAPER_FIG10 = dict(
-    mu=(0.7, 1.7, 3.0), sigma=(0.05, 0.05, 0.05), d=3, d_prime=3, tau=0.05, eta=0.01, steps=20000
+    mu=(0.7, 1.7, 3.0), sigma=(0.05, 0.05, 0.05), d=3, d_prime=3, tau=0.05, lr=0.01, steps=20000
 )
 
 

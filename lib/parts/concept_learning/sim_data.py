@@ -307,10 +307,12 @@ def sim_gaussian_mixture_batch(
 ) -> dict:
     """``K = len(seeds)`` independent SIM training sets at once (one per seed, same ``mu``, ``sigma``).
 
-    Returns a dict with ``X`` of shape ``(K, N, d)``, ``labels`` ``(N,)`` (the same for every seed), ``Q``
-    ``(K, d, d)`` (identities when ``rotate=False``; seed ``k`` uses ``random_rotation(d, seeds[k])``),
-    ``x_hat`` ``(K, d)`` (rotated) and ``x_hat0`` ``(d,)`` (concept coordinates). Set ``k`` equals
-    ``sim_gaussian_mixture(mu, sigma, d, n, seed=seeds[k], rotate=rotate, ...).X``.
+    Set ``k`` equals ``sim_gaussian_mixture(mu, sigma, d, n, seed=seeds[k], rotate=rotate, ...).X``.
+
+    Returns:
+        dict with ``X`` of shape ``(K, N, d)``, ``labels`` ``(N,)`` (the same for every seed), ``Q`` ``(K, d, d)``
+        (identities when ``rotate=False``; seed ``k`` uses ``random_rotation(d, seeds[k])``), ``x_hat`` ``(K,
+        d)`` (rotated OOD point), ``x_hat0`` ``(d,)`` (concept coordinates), and the ``mu`` and ``sigma`` used.
     """
     check_array("seeds", seeds)
     mu_arr, sig, d = as_concepts(mu, sigma, d)

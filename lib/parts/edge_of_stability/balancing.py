@@ -1,5 +1,7 @@
 """Chapter I.2: the scalar factorisation ``(xy - mu)^2 / 2`` (Eqs. 13-16, Lemma 2, Props 5-7) and the single
 ReLU neuron on the sphere (Sec. 5, Thm 4, App. B.1) of Chen & Bruna.
+
+The step size, the paper's ``eta``, is the argument ``lr`` (``eta`` still works, deprecated, for one release).
 """
 
 from __future__ import annotations
@@ -8,40 +10,42 @@ import math
 
 import numpy as np
 
-from lib.config import check_array, check_finite, check_int, check_positive, check_range
+from lib.config import check_array, check_finite, check_int, check_positive, check_range, renamed_arguments
 from lib.maps import stop_at_divergence
 
 
-def scalar_fact_step(x, y, eta, mu: float = 1.0):
+@renamed_arguments(eta="lr")
+def scalar_fact_step(x, y, lr, mu: float = 1.0):
     """One GD step on ``(xy - mu)^2 / 2`` (Eq. 13); broadcasts. Returns ``(x', y')``."""
     check_array("x", x, finite=False)  # a map: diverged (inf/NaN) states pass through
     check_array("y", y, finite=False)  # a map: diverged (inf/NaN) states pass through
-    check_array("eta", eta, positive=True)
+    check_array("lr", lr, positive=True)
     check_array("mu", mu, positive=True)
     r = x * y - mu
-    return x - eta * r * y, y - eta * r * x
+    return x - lr * r * y, y - lr * r * x
 
 
-def run_scalar_fact(x0, y0, eta, steps: int, mu: float = 1.0, bound: float = 1e6):
-    """GD trajectories on ``(xy - mu)^2 / 2``; ``x0, y0, eta`` broadcast to a batch shape ``S``.
+@renamed_arguments(eta="lr")
+def run_scalar_fact(x0, y0, lr, steps: int, mu: float = 1.0, bound: float = 1e6):
+    """GD trajectories on ``(xy - mu)^2 / 2``; ``x0, y0, lr`` broadcast to a batch shape ``S``.
 
     Returns ``(xs, ys)`` of shape ``(steps + 1, *S)``; diverging runs (``|x| or |y| > bound``) become ``inf``.
     """
     check_array("x0", x0, finite=False)  # a map: diverged (inf/NaN) states pass through
     check_array("y0", y0, finite=False)  # a map: diverged (inf/NaN) states pass through
-    check_array("eta", eta, positive=True)
+    check_array("lr", lr, positive=True)
     check_array("mu", mu, positive=True)
     check_positive("bound", bound)
     check_int("steps", steps, minimum=0)
     check_array("mu", mu, positive=True)
-    x, y, eta = np.broadcast_arrays(*(np.asarray(a, dtype=float) for a in (x0, y0, eta)))
+    x, y, lr = np.broadcast_arrays(*(np.asarray(a, dtype=float) for a in (x0, y0, lr)))
     x, y = x.copy(), y.copy()
     xs = np.empty((steps + 1, *x.shape))
     ys = np.empty_like(xs)
     xs[0], ys[0] = x, y
     with np.errstate(all="ignore"):
         for t in range(1, steps + 1):
-            x, y = scalar_fact_step(x, y, eta, mu)
+            x, y = scalar_fact_step(x, y, lr, mu)
             bad = ~np.isfinite(x) | ~np.isfinite(y) | (np.abs(x) > bound) | (np.abs(y) > bound)
             x = np.where(bad, np.inf, x)
             y = np.where(bad, np.inf, y)
@@ -49,47 +53,54 @@ def run_scalar_fact(x0, y0, eta, steps: int, mu: float = 1.0, bound: float = 1e6
     return xs, ys
 
 
-def imbalance_next(x, y, eta, mu: float = 1.0):
+@renamed_arguments(eta="lr")
+def imbalance_next(x, y, lr, mu: float = 1.0):
     """``y' - x' = (y - x)(1 + eta (xy - mu))`` (Eq. 50)."""
     check_array("x", x, finite=False)  # a map: diverged (inf/NaN) states pass through
     check_array("y", y, finite=False)  # a map: diverged (inf/NaN) states pass through
-    check_array("eta", eta, positive=True)
+    check_array("lr", lr, positive=True)
     check_array("mu", mu, positive=True)
-    return (y - x) * (1 + eta * (x * y - mu))
+    return (y - x) * (1 + lr * (x * y - mu))
 
 
-def product_next(x, y, eta, mu: float = 1.0):
+@renamed_arguments(eta="lr")
+def product_next(x, y, lr, mu: float = 1.0):
     """``x' y' = xy (1 - eta (xy - mu))^2 - eta (xy - mu)(x - y)^2`` (Eq. 16)."""
     check_array("x", x, finite=False)  # a map: diverged (inf/NaN) states pass through
     check_array("y", y, finite=False)  # a map: diverged (inf/NaN) states pass through
-    check_array("eta", eta, positive=True)
+    check_array("lr", lr, positive=True)
     check_array("mu", mu, positive=True)
     r = x * y - mu
-    return x * y * (1 - eta * r) ** 2 - eta * r * (x - y) ** 2
+    return x * y * (1 - lr * r) ** 2 - lr * r * (x - y) ** 2
 
 
-def lemma2_certificate(x0, y0, eta, mu: float = 1.0) -> dict:
+@renamed_arguments(eta="lr")
+def lemma2_certificate(x0, y0, lr, mu: float = 1.0) -> dict:
     """Lemma 2's sufficient condition for the iterates to stay positive (as stated in App. A.1).
 
     With ``m = |y0 - x0| / sqrt(mu)``, ``p = 4 / (m + sqrt(m^2 + 4))^2``, ``q = (1 + p)^2`` and ``K = eta
     mu``,
     the certificate is ``max{eta (x0 y0 - mu), 4/27 (1+K)^3 + (2/3 K^2 - K/3 + q K^2 m^2 / (2(K+1))) q
     m^2 - K}
-    < p``; it requires ``x0 y0 > mu``. Returns ``lhs``, ``p`` and ``certified`` (arrays broadcast).
+    < p``; it requires ``x0 y0 > mu``. Arrays broadcast.
+
+    Returns:
+        dict with ``lhs`` (the certificate), ``p``, ``m`` (as above) and ``certified`` (``lhs < p``, ``x0 y0 >
+        mu`` and ``x0, y0 > 0``).
     """
     check_array("x0", x0)
     check_array("y0", y0)
-    check_array("eta", eta, positive=True)
+    check_array("lr", lr, positive=True)
     check_array("mu", mu, positive=True)
     check_array("mu", mu, positive=True)
-    x0, y0, eta = (np.asarray(a, dtype=float) for a in (x0, y0, eta))
-    if np.any(eta <= 0):
-        raise ValueError(f"eta must be > 0, got {eta!r}")
-    K = eta * mu
+    x0, y0, lr = (np.asarray(a, dtype=float) for a in (x0, y0, lr))
+    if np.any(lr <= 0):
+        raise ValueError(f"lr must be > 0, got {lr!r}")
+    K = lr * mu
     m = np.abs(y0 - x0) / math.sqrt(mu)
     p = 4.0 / (m + np.sqrt(m * m + 4)) ** 2
     q = (1 + p) ** 2
-    a = eta * (x0 * y0 - mu)
+    a = lr * (x0 * y0 - mu)
     b = 4 / 27 * (1 + K) ** 3 + (2 / 3 * K**2 - K / 3 + q * K**2 * m**2 / (2 * (K + 1))) * q * m**2 - K
     lhs = np.maximum(a, b)
     certified = (lhs < p) & (x0 * y0 > mu) & (x0 > 0) & (y0 > 0)
@@ -117,15 +128,16 @@ def sharpness_xy(x, y, mu: float = 1.0):
     return (tr + disc) / 2
 
 
-def damian_indicator(x, y, eta, mu: float = 1.0):
+@renamed_arguments(eta="lr")
+def damian_indicator(x, y, lr, mu: float = 1.0):
     """``(lambda_1, grad L . u_1)`` at ``(x, y)``: the two quantities defining Damian et al.'s set
     ``M = {lambda_1 < 2/eta, grad L . u_1 = 0}`` (Sec. 6.2). Arrays broadcast; ``u_1`` is sign-fixed by
     ``u_1 . (1, 1) >= 0``."""
     check_array("x", x, finite=False)  # a map: diverged (inf/NaN) states pass through
     check_array("y", y, finite=False)  # a map: diverged (inf/NaN) states pass through
-    check_array("eta", eta, positive=True)
+    check_array("lr", lr, positive=True)
     check_array("mu", mu, positive=True)
-    check_positive("eta", eta)
+    check_positive("lr", lr)
     H = hessian_xy(x, y, mu)
     w, V = np.linalg.eigh(H)
     u = V[..., :, 1]
@@ -136,7 +148,8 @@ def damian_indicator(x, y, eta, mu: float = 1.0):
     return w[..., 1], np.sum(g * u, -1)
 
 
-def candidate_manifold_indicator(x, y, eta, mu: float = 1.0):
+@renamed_arguments(eta="lr")
+def candidate_manifold_indicator(x, y, lr, mu: float = 1.0):
     """``(lambda_2, grad L . u_1)`` at ``(x, y)``: the two quantities defining the paper's candidate set
     ``M_c = {lambda_2 < 2/eta, grad L . u_1 = 0}`` (Def 4), with ``lambda_2`` the second (here: smallest)
     Hessian eigenvalue and ``u_1`` the leading eigenvector, sign-fixed as in :func:`damian_indicator`.
@@ -145,12 +158,13 @@ def candidate_manifold_indicator(x, y, eta, mu: float = 1.0):
     ``(x^2 - y^2)(xy - mu) = 0``, so off the minima ``grad L . u_1 = 0`` holds only on the diagonal ``x = y``, and
     there exactly when ``(1, 1)`` is the second eigenvector (``x^2 < mu / 2``).
     """
-    lam1, gu = damian_indicator(x, y, eta, mu)
+    lam1, gu = damian_indicator(x, y, lr, mu)
     lam2 = np.linalg.eigvalsh(hessian_xy(x, y, mu))[..., 0]
     return lam2, gu
 
 
-def damian_manifold_interval(eta, mu: float = 1.0):
+@renamed_arguments(eta="lr")
+def damian_manifold_interval(lr, mu: float = 1.0):
     """The minimisers of ``(xy - mu)^2 / 2`` (``x, y > 0``) with sharpness ``x^2 + y^2 < 2 / eta`` (Props
     5-6).
 
@@ -158,9 +172,9 @@ def damian_manifold_interval(eta, mu: float = 1.0):
     ``y = mu / x``, or ``None`` when ``eta * mu >= 1`` (Prop 5: no minimiser is flat enough). For ``mu = 1``
     this is Prop 6's ``x + y < sqrt(2 + 2/eta)``.
     """
-    check_positive("eta", eta)
+    check_positive("lr", lr)
     check_array("mu", mu, positive=True)
-    c = 2.0 / eta  # x^2 + mu^2 / x^2 < c  <=>  s^2 - c s + mu^2 < 0 with s = x^2
+    c = 2.0 / lr  # x^2 + mu^2 / x^2 < c  <=>  s^2 - c s + mu^2 < 0 with s = x^2
     disc = c * c - 4 * mu * mu
     if disc <= 0:
         return None
@@ -168,7 +182,8 @@ def damian_manifold_interval(eta, mu: float = 1.0):
     return math.sqrt(s_lo), math.sqrt(s_hi)
 
 
-def project_onto_manifold(x, y, eta, mu: float = 1.0):
+@renamed_arguments(eta="lr")
+def project_onto_manifold(x, y, lr, mu: float = 1.0):
     """Closest point (Euclidean) of the segment ``M`` of :func:`damian_manifold_interval` to each ``(x, y)``.
 
     A stand-in for Damian et al.'s projection. Returns ``(px, py)`` arrays (nan when ``M`` is empty).
@@ -178,7 +193,7 @@ def project_onto_manifold(x, y, eta, mu: float = 1.0):
     from scipy.optimize import minimize_scalar
 
     x, y = np.broadcast_arrays(np.asarray(x, dtype=float), np.asarray(y, dtype=float))
-    iv = damian_manifold_interval(eta, mu)
+    iv = damian_manifold_interval(lr, mu)
     px = np.full(x.shape, np.nan)
     if iv is None:
         return px, px.copy()
@@ -319,19 +334,21 @@ def run_single_neuron_population(K, steps: int, v0=0.1, w0=(0.0, 0.1)):
     return stop_at_divergence(out, batch_ndim=v.ndim)
 
 
-def run_single_neuron_empirical(X, eta: float, steps: int, v0=0.1, w0=(0.0, 0.1), w_teacher=(1.0, 0.0)):
+@renamed_arguments(eta="lr")
+def run_single_neuron_empirical(X, lr: float, steps: int, v0=0.1, w0=(0.0, 0.1), w_teacher=(1.0, 0.0)):
     """Full-batch GD on the empirical loss ``(1/m) sum_i (v relu(w.x_i) - relu(w~.x_i))^2`` (Fig 5).
 
     ``X``: data of shape ``(B, m, d)`` or ``(m, d)`` (a batch of ``B`` independent data sets, e.g. seeds).
-    Returns a dict with ``v`` ``(steps+1, B)``, ``w`` ``(steps+1, B, d)``, ``loss`` ``(steps+1, B)``;
-    with 2-D ``X``
-    the batch axis is dropped. ``w`` is reported in the teacher frame only when ``d = 2`` (``wx, wy`` keys).
-    ``diverged`` ``(B,)`` and ``diverged_step`` ``(B,)`` (-1 if never) follow :func:`lib.maps.stop_at_divergence`;
-    entries after a run's divergence are NaN.
+
+    Returns:
+        dict with ``v`` ``(steps+1, B)``, ``w`` ``(steps+1, B, d)``, ``loss`` ``(steps+1, B)`` (with 2-D ``X``
+        the batch axis is dropped); when ``d = 2`` also ``wx`` and ``wy``, ``w`` in the teacher frame (along the
+        teacher and the absolute value across it); ``diverged`` ``(B,)`` and ``diverged_step`` ``(B,)`` (-1 if
+        never) follow :func:`lib.maps.stop_at_divergence`; entries after a run's divergence are NaN.
     """
     check_array("w_teacher", w_teacher)
     check_array("X", X)
-    check_positive("eta", eta)
+    check_positive("lr", lr)
     check_int("steps", steps, minimum=0)
     X = np.asarray(X, dtype=float)
     single = X.ndim == 2
@@ -361,7 +378,7 @@ def run_single_neuron_empirical(X, eta: float, steps: int, v0=0.1, w0=(0.0, 0.1)
                 break
             gv = 2 * np.mean(r * act, axis=1)
             gw = 2 * v[:, None] * np.einsum("bm,bmd->bd", r * (pre > 0), X) / m
-            v, w = v - eta * gv, w - eta * gw
+            v, w = v - lr * gv, w - lr * gw
     out = dict(v=vs, w=ws, loss=losses)
     if d == 2:
         out["wx"] = ws[..., 0] * wt[0] / np.linalg.norm(wt) + ws[..., 1] * wt[1] / np.linalg.norm(wt)

@@ -6,6 +6,10 @@
   flattest one. The flat parameter is ``theta = (vec(W), v)`` with the rows of ``W`` (16, 16) the ``w_i``.
 * MLPs (Figs 9-11): the line-search minimum (Def 5) and the 1-D stable-oscillation condition
   ``3 f'''^2 - f'' f''''`` of Thm 1 along the gradient line, plus gradient / top-eigenvector alignment.
+
+The paper counts full-batch GD in epochs (one epoch = one GD step); the arguments are ``steps`` and
+``decay_steps``, as everywhere in ``lib``, and the step size (the paper's ``eta``) is ``lr``. The old names
+(``epochs``, ``decay_epochs``, ``eta``) still work, deprecated, for one release.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from lib.config import (
     check_range,
     check_seed,
     check_shape,
+    renamed_arguments,
 )
 from lib.data.sphere import sample_sphere
 from lib.parts.edge_of_stability.one_dimensional import stable_oscillation_condition
@@ -110,30 +115,35 @@ def equal_k_sharpness(X: torch.Tensor, k_values) -> np.ndarray:
     return np.array(out)
 
 
-def run_teacher_student(X, y, theta0, *, lr: float, epochs: int, decay_to: float | None = None,
-                        decay_epochs: int = 0, sharp_every: int = 1) -> dict:
-    """Full-batch GD on Eq. (20) from ``theta0`` (``lib.train.train``), optionally followed by ``decay_epochs``
+@renamed_arguments(epochs="steps", decay_epochs="decay_steps")
+def run_teacher_student(X, y, theta0, *, lr: float, steps: int, decay_to: float | None = None,
+                        decay_steps: int = 0, sharp_every: int = 1) -> dict:
+    """Full-batch GD on Eq. (20) from ``theta0`` (``lib.train.train``), optionally followed by ``decay_steps``
     steps at ``decay_to``. Records loss and ratios every step, the sharpness every ``sharp_every`` steps (a
     :class:`lib.curvature.SharpnessTracker`: warm-started from the previous eigenvector, certified by its
-    residual to a relative ``1e-6``, Lanczos where it cannot certify). Returns dict of NumPy arrays ``step``,
-    ``loss``, ``lr``, ``ratios`` (T, d), ``sharp_step``, ``sharpness`` and the final ``theta``.
+    residual to a relative ``1e-6``, Lanczos where it cannot certify).
+
+    Returns:
+        dict of NumPy arrays: ``step``, ``loss`` and ``lr`` (T,) at every step, ``ratios`` (T, d),
+        ``sharp_step`` and ``sharpness`` (the steps where the sharpness was measured, and its values), the final
+        ``theta`` and ``diverged`` (:func:`lib.train.train`'s flag).
     """
     check_array("X", X)
     check_array("theta0", theta0)
     from lib.train import piecewise, train
 
     check_positive("lr", lr)
-    check_int("epochs", epochs, minimum=1)
-    check_int("decay_epochs", decay_epochs, minimum=0)
+    check_int("steps", steps, minimum=1)
+    check_int("decay_steps", decay_steps, minimum=0)
     check_int("sharp_every", sharp_every, minimum=1)
     d = X.shape[1]
     loss = ts_loss(X, y)
     schedule = None
-    total = epochs
-    if decay_to is not None and decay_epochs:
+    total = steps
+    if decay_to is not None and decay_steps:
         check_positive("decay_to", decay_to)
-        schedule = piecewise([epochs], [1.0, decay_to / lr])
-        total = epochs + decay_epochs
+        schedule = piecewise([steps], [1.0, decay_to / lr])
+        total = steps + decay_steps
 
     tracker = curvature.SharpnessTracker(tol=1e-6)
 
@@ -155,18 +165,19 @@ def run_teacher_student(X, y, theta0, *, lr: float, epochs: int, decay_to: float
                 diverged=res.diverged)
 
 
-def line_search_minimum(loss, theta: torch.Tensor, g: torch.Tensor, eta: float, n_grid: int = 51):
+@renamed_arguments(eta="lr")
+def line_search_minimum(loss, theta: torch.Tensor, g: torch.Tensor, lr: float, n_grid: int = 51):
     """Def 5: ``c* = argmin_{c in [0, 1]} loss(theta - c eta g)`` (grid of ``n_grid`` points, vectorised with
     ``vmap``, then refined by a parabola through the best grid point and its neighbours) and
     ``theta_tilde = theta - c* eta g``. theta, g: shape (n,). Returns ``(c_star, theta_tilde)``."""
     check_callable("loss", loss)
     check_array("theta", theta)
     check_array("g", g)
-    check_positive("eta", eta)
+    check_positive("lr", lr)
     check_int("n_grid", n_grid, minimum=3)
     check_shape("g", g, tuple(theta.shape))
     cs = torch.linspace(0.0, 1.0, n_grid, dtype=theta.dtype)
-    vals = vmap(lambda c: loss(theta - c * eta * g))(cs)
+    vals = vmap(lambda c: loss(theta - c * lr * g))(cs)
     i = int(torch.argmin(vals))
     c = float(cs[i])
     if 0 < i < n_grid - 1:
@@ -175,20 +186,24 @@ def line_search_minimum(loss, theta: torch.Tensor, g: torch.Tensor, eta: float, 
         if den > 0:
             h = float(cs[1] - cs[0])
             c = c + 0.5 * h * (y0 - y2) / den
-    return c, theta - c * eta * g
+    return c, theta - c * lr * g
 
 
-def cross_section(loss, theta: torch.Tensor, eta: float, *, eig_method: str = "lanczos",
+@renamed_arguments(eta="lr")
+def cross_section(loss, theta: torch.Tensor, lr: float, *, eig_method: str = "lanczos",
                   min_sharpness: float = 0.0, tracker: curvature.SharpnessTracker | None = None) -> dict:
-    """Statistics of one GD iterate ``theta`` (n,) used in Figs 9-11:
+    """Statistics of one GD iterate ``theta`` (n,) used in Figs 9-11.
 
-    ``sharpness`` (top Hessian eigenvalue, lib.curvature), ``cos`` (the absolute cosine between the gradient and v1),
-    ``c_star`` (Def 5), and
-    the derivatives ``f2, f3, f4`` at ``c = 0`` of ``c -> loss(theta_tilde + c g/||g||)`` through the line-
-    search minimum along the unit gradient (nested forward-mode AD), with ``cond = 3 f3^2 - f2 f4``. The line
-    search and the derivatives are skipped (NaN) when the sharpness is below ``min_sharpness``. Along a training
-    run pass a ``tracker`` (:class:`lib.curvature.SharpnessTracker`): the top eigenpair is then warm-started from
-    the previous call and certified by its residual instead of computed from scratch with ``eig_method``.
+    The line search and the derivatives are skipped (NaN) when the sharpness is below ``min_sharpness``. Along a
+    training run pass a ``tracker`` (:class:`lib.curvature.SharpnessTracker`): the top eigenpair is then
+    warm-started from the previous call and certified by its residual instead of computed from scratch with
+    ``eig_method``.
+
+    Returns:
+        dict with ``sharpness`` (top Hessian eigenvalue, lib.curvature), ``cos`` (the absolute cosine between the
+        gradient and v1), ``gnorm`` (the gradient's norm), ``c_star`` (Def 5), and the derivatives ``f2``,
+        ``f3``, ``f4`` at ``c = 0`` of ``c -> loss(theta_tilde + c g/||g||)`` through the line-search minimum
+        along the unit gradient (nested forward-mode AD), with ``cond = 3 f3^2 - f2 f4``.
     """
     check_callable("loss", loss)
     check_array("theta", theta)
@@ -206,7 +221,7 @@ def cross_section(loss, theta: torch.Tensor, eta: float, *, eig_method: str = "l
                f3=float("nan"), f4=float("nan"), cond=float("nan"))
     if float(lam[0]) < min_sharpness:
         return out
-    c_star, theta_t = line_search_minimum(loss, theta, g, eta)
+    c_star, theta_t = line_search_minimum(loss, theta, g, lr)
     u = g / (g.norm() + 1e-300)
     der = curvature.directional_derivatives(loss, theta_t, u, max_order=4).numpy()
     out.update(c_star=c_star, f2=float(der[2]), f3=float(der[3]), f4=float(der[4]),
@@ -214,16 +229,21 @@ def cross_section(loss, theta: torch.Tensor, eta: float, *, eig_method: str = "l
     return out
 
 
-def run_mlp_eos(X, y, *, depth: int, lr: float, epochs: int, seed: int = 0, width: int = 16,
+@renamed_arguments(epochs="steps")
+def run_mlp_eos(X, y, *, depth: int, lr: float, steps: int, seed: int = 0, width: int = 16,
                 stats_every: int = 1, keep_params_every: int = 0, cond_frac: float = 0.9) -> dict:
     """Figs 9-11 on one (depth, lr, seed): full-batch GD (``lib.train.train``) on the MSE of a ``ReLUMLP``
     with scalar output, recording :func:`cross_section` every ``stats_every`` epochs (the line search and the
     derivatives only where the sharpness is at least ``cond_frac * 2 / lr``, and at every kept epoch).
 
-    X: (n, p), y: (n,). Returns dict of NumPy arrays: ``step``, ``loss`` and, at the recorded epochs,
-    ``sharpness``, ``cos``, ``c_star``, ``f2``, ``f3``, ``f4``, ``cond``; plus ``eos_threshold = 2 / lr``,
-    ``diverged``, and with ``keep_params_every`` the flat parameters ``params`` (T', n) every that many epochs
-    (for the cross-section widget) and the ``loss_fn`` (a closure of the flat parameters).
+    X: (n, p), y: (n,).
+
+    Returns:
+        dict of NumPy arrays: ``step``, ``loss`` and, at the recorded epochs, the :func:`cross_section` keys
+        ``sharpness``, ``cos``, ``c_star``, ``f2``, ``f3``, ``f4``, ``cond``; plus ``eos_threshold = 2 / lr``,
+        ``diverged``, the run's ``depth``, ``lr`` and ``seed``, and with ``keep_params_every`` the flat
+        parameters ``params`` (T', n) every that many epochs (for the cross-section widget) and the ``loss_fn``
+        (a closure of the flat parameters).
     """
     check_array("X", X)
     check_array("y", y)
@@ -234,7 +254,7 @@ def run_mlp_eos(X, y, *, depth: int, lr: float, epochs: int, seed: int = 0, widt
 
     check_int("depth", depth, minimum=2)
     check_positive("lr", lr)
-    check_int("epochs", epochs, minimum=1)
+    check_int("steps", steps, minimum=1)
     check_int("stats_every", stats_every, minimum=1)
     check_int("keep_params_every", keep_params_every, minimum=0)
     X = torch.as_tensor(X, dtype=torch.float64)
@@ -257,7 +277,7 @@ def run_mlp_eos(X, y, *, depth: int, lr: float, epochs: int, seed: int = 0, widt
         return {k: s[k] for k in keys}
 
     theta = theta0.detach().clone()
-    res = train(theta, loss, lr=lr, steps=epochs, record=record, progress=False)
+    res = train(theta, loss, lr=lr, steps=steps, record=record, progress=False)
     h = {k: np.asarray(v) for k, v in res.history.items()}
     out = dict(step=h["step"], loss=h["loss"], eos_threshold=2.0 / lr, diverged=res.diverged, depth=depth,
                lr=lr,
@@ -270,22 +290,28 @@ def run_mlp_eos(X, y, *, depth: int, lr: float, epochs: int, seed: int = 0, widt
     return out
 
 
-def teacher_student_experiment(*, m: int, lr: float, epochs: int, decay_to: float | None = None,
-                               decay_epochs: int = 0, sharp_every: int = 1, data_seed: int = 0,
+@renamed_arguments(epochs="steps", decay_epochs="decay_steps")
+def teacher_student_experiment(*, m: int, lr: float, steps: int, decay_to: float | None = None,
+                               decay_steps: int = 0, sharp_every: int = 1, data_seed: int = 0,
                                init_seed: int = 0) -> dict:
     """Fig 8 run from scratch (data on S^15 with ``data_seed``, Eq. 22 init with ``init_seed``); see
-    :func:`run_teacher_student`. Returns its dict with ``theta`` as a NumPy array."""
+    :func:`run_teacher_student`.
+
+    Returns:
+        the dict of :func:`run_teacher_student`, with ``theta`` (the final parameters) as a NumPy array.
+    """
     torch.set_num_threads(1)
     X, y = teacher_student_data(m, 16, data_seed)
     theta0, _ = ts_init(16, init_seed)
-    out = run_teacher_student(X, y, theta0, lr=lr, epochs=epochs, decay_to=decay_to,
-                              decay_epochs=decay_epochs,
+    out = run_teacher_student(X, y, theta0, lr=lr, steps=steps, decay_to=decay_to,
+                              decay_steps=decay_steps,
                               sharp_every=sharp_every)
     out["theta"] = out["theta"].numpy()
     return out
 
 
-def mlp_eos_experiment(*, depth: int, lr: float, epochs: int, seed: int = 0, stats_every: int = 1,
+@renamed_arguments(epochs="steps")
+def mlp_eos_experiment(*, depth: int, lr: float, steps: int, seed: int = 0, stats_every: int = 1,
                        keep_params_every: int = 0, std_min: float = 3.0, cond_frac: float = 0.9) -> dict:
     """Figs 9-11 run on the digits 0-vs-1 stand-in (``lib.data.digits.digits_binary(std_min=std_min)``); see
     :func:`run_mlp_eos`. Returns its dict without the loss closure (picklable)."""
@@ -293,7 +319,7 @@ def mlp_eos_experiment(*, depth: int, lr: float, epochs: int, seed: int = 0, sta
 
     torch.set_num_threads(1)
     X, y, _ = digits_binary(std_min=std_min)
-    out = run_mlp_eos(X, y, depth=depth, lr=lr, epochs=epochs, seed=seed, stats_every=stats_every,
+    out = run_mlp_eos(X, y, depth=depth, lr=lr, steps=steps, seed=seed, stats_every=stats_every,
                       keep_params_every=keep_params_every, cond_frac=cond_frac)
     out.pop("loss_fn", None)
     return out

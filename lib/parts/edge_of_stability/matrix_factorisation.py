@@ -2,7 +2,8 @@
 
 Loss (Eq. 7): ``L(Y, Z) = 1/2 ||Y Z^T - C||_F^2`` with ``C`` symmetric positive definite, eigenvalues
 ``sigma_1^2 >= sigma_2^2 >= ...``. Gradient descent is ``Y <- Y - eta (YZ^T - C) Z`` and
-``Z <- Z - eta (YZ^T - C)^T Y``.
+``Z <- Z - eta (YZ^T - C)^T Y``; the step size ``eta`` is the argument ``lr`` (``eta`` still works, deprecated,
+for one release).
 
 Everything here is batched: a batch of ``B`` problems is a stack of ``d x d`` matrices of shape (B, d, d), one
 learning rate per problem, and one GD step is three batched matmuls (``torch.bmm``), so a whole phase diagram
@@ -23,6 +24,7 @@ from lib.config import (
     check_range,
     check_seed,
     check_shape,
+    renamed_arguments,
 )
 from lib.maps import lyapunov_exponent
 from lib.parts.edge_of_stability.one_dimensional import period2_orbit
@@ -60,25 +62,27 @@ def mf_loss(Y, Z, C) -> torch.Tensor:
     return 0.5 * (R**2).sum(dim=(-1, -2))
 
 
-def mf_step(Y, Z, C, eta):
-    """One GD step on Eq. (7) for a batch: returns ``(Y', Z')``, shapes (B, d, d); ``eta`` scalar or shape
+@renamed_arguments(eta="lr")
+def mf_step(Y, Z, C, lr):
+    """One GD step on Eq. (7) for a batch: returns ``(Y', Z')``, shapes (B, d, d); ``lr`` scalar or shape
     (B,).
 
     ``Y' = Y - eta (YZ^T - C) Z`` and ``Z' = Z - eta (YZ^T - C)^T Y`` (the gradient of Eq. 7).
     """
     Y, Z, C = _batch(Y, "Y"), _batch(Z, "Z"), _batch(C, "C")
-    eta = torch.as_tensor(eta, dtype=torch.float64).reshape(-1, 1, 1)
+    lr = torch.as_tensor(lr, dtype=torch.float64).reshape(-1, 1, 1)
     R = torch.matmul(Y, Z.transpose(-1, -2)) - C
-    return Y - eta * torch.matmul(R, Z), Z - eta * torch.matmul(R.transpose(-1, -2), Y)
+    return Y - lr * torch.matmul(R, Z), Z - lr * torch.matmul(R.transpose(-1, -2), Y)
 
 
-def mf_gd(Y0, Z0, C, eta, steps: int, *, tail: int = 0, record_every: int = 0, bound: float = 1e6) -> dict:
+@renamed_arguments(eta="lr")
+def mf_gd(Y0, Z0, C, lr, steps: int, *, tail: int = 0, record_every: int = 0, bound: float = 1e6) -> dict:
     """Batched GD on Eq. (7) with divergence detection.
 
     Args:
         Y0, Z0: initial factors, shape (B, d, d) (or (d, d)).
         C: targets, shape (B, d, d) or (d, d).
-        eta: learning rate(s), a number or shape (B,).
+        lr: learning rate(s), a number or shape (B,).
         steps: number of GD steps.
         tail: also return sigma_max(Y), sigma_max(Z) at each of the last ``tail`` steps.
         record_every: if > 0, record loss, sigma_max(Y), sigma_max(Z) every that many steps (and the
@@ -98,18 +102,18 @@ def mf_gd(Y0, Z0, C, eta, steps: int, *, tail: int = 0, record_every: int = 0, b
     check_int("tail", tail, minimum=0, maximum=steps)
     check_int("record_every", record_every, minimum=0)
     check_positive("bound", bound)
-    check_array("eta", eta, positive=True)
+    check_array("lr", lr, positive=True)
     Y, Z = _batch(Y0, "Y0").clone(), _batch(Z0, "Z0").clone()
     if Y.shape != Z.shape:
         raise ValueError(f"Y0 and Z0 must have the same shape, got {tuple(Y.shape)} and {tuple(Z.shape)}")
     C = _batch(C, "C")
     B = Y.shape[0]
-    eta_t = torch.as_tensor(eta, dtype=torch.float64)
+    eta_t = torch.as_tensor(lr, dtype=torch.float64)
     if eta_t.ndim == 0:
         eta_t = eta_t.expand(B)
-    check_shape("eta", eta_t, (B,))
+    check_shape("lr", eta_t, (B,))
     if not torch.all(torch.isfinite(eta_t) & (eta_t > 0)):
-        raise ValueError("eta must be finite and > 0")
+        raise ValueError("lr must be finite and > 0")
     diverged = torch.zeros(B, dtype=torch.bool)
     div_step = torch.full((B,), -1, dtype=torch.long)
     tails_y, tails_z, hist = [], [], {"step": [], "loss": [], "sy": [], "sz": []}
@@ -157,17 +161,21 @@ def mf_gd(Y0, Z0, C, eta, steps: int, *, tail: int = 0, record_every: int = 0, b
     return out
 
 
-def mf_trajectory(Y0, Z0, C, eta: float, steps: int, bound: float = 1e6) -> dict:
+@renamed_arguments(eta="lr")
+def mf_trajectory(Y0, Z0, C, lr: float, steps: int, bound: float = 1e6) -> dict:
     """One GD run on Eq. (7) in NumPy (fast for a single small problem, e.g. a widget), recording every step.
 
-    Y0, Z0, C: shape (d, d). Returns dict with ``loss``, ``sy``, ``sz`` (sigma_max of Y and Z), each shape
-    (steps + 1,), NaN after a divergence, the final ``Y``, ``Z`` and ``diverged_step`` (-1 if none).
+    Y0, Z0, C: shape (d, d).
+
+    Returns:
+        dict with ``loss``, ``sy``, ``sz`` (sigma_max of Y and Z), each shape (steps + 1,), NaN after a
+        divergence, the final ``Y``, ``Z`` and ``diverged_step`` (-1 if none).
     """
     check_array("Y0", Y0)
     check_array("Z0", Z0)
     check_array("C", C)
     check_int("steps", steps, minimum=1)
-    check_positive("eta", eta)
+    check_positive("lr", lr)
     check_positive("bound", bound)
     Y, Z, C = (np.array(_np(a), dtype=float) for a in (Y0, Z0, C))
     for name, M in (("Y0", Y), ("Z0", Z)):
@@ -183,7 +191,7 @@ def mf_trajectory(Y0, Z0, C, eta: float, steps: int, bound: float = 1e6) -> dict
             loss[t] = 0.5 * np.sum(R * R)
             sy[t], sz[t] = np.linalg.norm(Y, 2), np.linalg.norm(Z, 2)
             if t < steps:
-                Y, Z = Y - eta * R @ Z, Z - eta * R.T @ Y
+                Y, Z = Y - lr * R @ Z, Z - lr * R.T @ Y
     return dict(loss=loss, sy=sy, sz=sz, Y=Y, Z=Z, diverged_step=div)
 
 
@@ -323,10 +331,13 @@ def mf_bifurcation(K_values, *, ratio: float = 0.2, d: int = 4, steps: int = 600
     """Fig 2: the attractor of ``(sigma_max(Y), sigma_max(Z)) / sigma_1`` against ``K = eta sigma_1^2``.
 
     One generic initialisation (same for every K), eta = 1, ``C = diag(K, ratio K, ratio K / 2, ...)``, so
-    ``eta (sigma_1^2 + sigma_2^2) = (1 + ratio) K``. Returns dict with ``K`` (n,), ``sy``, ``sz`` (n, keep):
-    the last ``keep`` values of sigma_max / sigma_1, and ``diverged`` (n,). With ``lyapunov_steps > 0`` also
-    ``lyapunov`` (n,): the largest Lyapunov exponent of the GD map on ``(Y, Z)`` (:func:`lib.maps.lyapunov_exponent`)
-    over that many further steps from the final state (positive: chaotic; NaN for a diverged run).
+    ``eta (sigma_1^2 + sigma_2^2) = (1 + ratio) K``.
+
+    Returns:
+        dict with ``K`` (n,), ``sy``, ``sz`` (n, keep): the last ``keep`` values of sigma_max / sigma_1, and
+        ``diverged`` (n,). With ``lyapunov_steps > 0`` also ``lyapunov`` (n,): the largest Lyapunov exponent of
+        the GD map on ``(Y, Z)`` (:func:`lib.maps.lyapunov_exponent`) over that many further steps from the
+        final state (positive: chaotic; NaN for a diverged run).
     """
     check_int("lyapunov_steps", lyapunov_steps, minimum=0)
     check_range("ratio", ratio, 0.0, 1.0, lo_open=True)
@@ -424,13 +435,14 @@ def mf_flat_loss(m: int, p: int, q: int, C):
 
 
 def orbit_structure(Y, Z, C) -> dict:
-    """Measures Obs 1's description of an orbit point (Y, Z) of shape (d, d) for a target C (d, d):
+    """Measures Obs 1's description of an orbit point (Y, Z) of shape (d, d) for a target C (d, d).
 
-    * ``rank1``: second / first singular value of the residual ``YZ^T - C`` (0 for an exactly rank-one
-      residual);
-    * ``align``: ``|u^T r|`` between C's top eigenvector u and the residual's top left singular vector r;
-    * ``resid_eig``: ``u^T (YZ^T - C) u``, predicted ``(rho^2 - 1) sigma_1^2``;
-    * ``sy``, ``sz``: sigma_max(Y), sigma_max(Z), predicted both ``rho sigma_1``.
+    Returns:
+        dict with ``rank1`` (second / first singular value of the residual ``YZ^T - C``; 0 for an exactly
+        rank-one residual), ``align`` (``|u^T r|`` between C's top eigenvector u and the residual's top left
+        singular vector r), ``resid_eig`` (``u^T (YZ^T - C) u``, predicted ``(rho^2 - 1) sigma_1^2``), ``sy`` and
+        ``sz`` (sigma_max(Y) and sigma_max(Z), predicted both ``rho sigma_1``) and ``sigma1_sq`` (C's top
+        eigenvalue ``sigma_1^2``).
     """
     check_array("Y", Y)
     check_array("Z", Z)
@@ -462,8 +474,9 @@ def fig6_run(seed: int, alpha: float, steps: int, K: float = 1.02, eps: float = 
     paper does not say how it drew ``X_0``), ``eta = K / sigma_1^2``, start ``(alpha X_0, X_0 / alpha)`` plus
     ``eps`` noise (:func:`quasi_symmetric_init`), ``steps`` GD steps (:func:`mf_trajectory`).
 
-    Returns a dict with ``X0``, its SVD ``U``, ``S``, ``Vt``, ``C``, the trajectory ``tr``, ``eta``, ``alpha``,
-    ``K`` and ``eps``.
+    Returns:
+        dict with ``X0``, its SVD ``U``, ``S``, ``Vt``, the target ``C``, the trajectory ``tr``
+        (:func:`mf_trajectory`), the step ``lr`` and the settings ``alpha``, ``K`` and ``eps``.
     """
     check_int("seed", seed, minimum=0)
     check_positive("alpha", alpha)
@@ -476,24 +489,25 @@ def fig6_run(seed: int, alpha: float, steps: int, K: float = 1.02, eps: float = 
     C = X0 @ X0.T
     Y, Z = quasi_symmetric_init(X0, alpha, eps, seed)
     tr = mf_trajectory(Y[0], Z[0], C, K / S[0] ** 2, steps)
-    return dict(X0=X0, U=U, S=S, Vt=Vt, C=C, tr=tr, eta=K / S[0] ** 2, alpha=alpha, K=K, eps=eps)
+    return dict(X0=X0, U=U, S=S, Vt=Vt, C=C, tr=tr, lr=K / S[0] ** 2, alpha=alpha, K=K, eps=eps)
 
 
 def fig6_orbit_check(run: dict) -> dict:
     """Obs 2 on a :func:`fig6_run`: where the last two GD iterates sit along the top direction ``u`` of ``C``.
 
-    Returns ``err`` (largest relative error of ``||Y^T u||`` at the two steps against the orbit
-    ``rho sigma_1`` of :func:`rho_orbit`), ``bal`` (largest ``| ||Y^T u|| - ||Z^T u|| | / sigma_1``), ``top_move``
-    (movement of the top singular block of ``Y - alpha X_0``), ``off_eps`` (movement of the other blocks, in units
-    of ``eps``), ``eq9`` (whether Eq. (9) holds for the second singular value) and ``smax_ok`` (the top singular
-    value of ``Y`` is the one along ``u``).
+    Returns:
+        dict with ``err`` (largest relative error of ``||Y^T u||`` at the two steps against the orbit ``rho
+        sigma_1`` of :func:`rho_orbit`), ``bal`` (largest ``| ||Y^T u|| - ||Z^T u|| | / sigma_1``), ``top_move``
+        (movement of the top singular block of ``Y - alpha X_0``), ``off_eps`` (movement of the other blocks, in
+        units of ``eps``), ``eq9`` (whether Eq. (9) holds for the second singular value) and ``smax_ok`` (the top
+        singular value of ``Y`` is the one along ``u``).
     """
     check_instance("run", run, dict)
     tr, C, U, S = run["tr"], run["C"], run["U"], run["S"]
     lo, hi = rho_orbit(run["K"])
     Y, Z = tr["Y"], tr["Z"]
     R = Y @ Z.T - C
-    Y2, Z2 = Y - run["eta"] * R @ Z, Z - run["eta"] * R.T @ Y
+    Y2, Z2 = Y - run["lr"] * R @ Z, Z - run["lr"] * R.T @ Y
     u = U[:, 0]
     vy = sorted([top_direction_value(Y, u), top_direction_value(Y2, u)])
     vz = sorted([top_direction_value(Z, u), top_direction_value(Z2, u)])
@@ -532,9 +546,12 @@ def offdiag_block(k1: float, kp: float, alpha: float, *, at: str = "minimum") ->
     ``2 d^2`` entries of ``(Y, Z)`` comes from ``torch.func.jacfwd`` at ``(alpha X0, X0/alpha)``
     (``at="minimum"``, where Eq. 202-203 are written) or at the point ``Y_11 = Z_11 = rho_lo sigma_1`` of the
     period-2 orbit of Obs 2 (``at="orbit"``, ``1 < k1 <= 1.5``). The entries ``Y_12, Y_21, Z_12, Z_21`` span an
-    invariant subspace at both points. Returns ``block`` (4, 4), its ``eig`` (sorted by modulus), ``leak`` (the
-    largest Jacobian entry coupling the block to the other entries; zero up to rounding) and ``semi_convergent``
-    (:func:`is_semi_convergent`).
+    invariant subspace at both points.
+
+    Returns:
+        dict with ``block`` (4, 4), its ``eig`` (sorted by modulus), ``leak`` (the largest Jacobian entry
+        coupling the block to the other entries; zero up to rounding) and ``semi_convergent``
+        (:func:`is_semi_convergent`).
     """
     check_positive("k1", k1)
     check_positive("kp", kp)

@@ -1,5 +1,8 @@
 """Chapter I.1: one-dimensional losses, the two-step map and its period-2 orbits (Chen & Bruna, Sec. 3-4,
 Thm 1-2, Lemma 1, Corollaries 1-8, App. L).
+
+The step size, the paper's ``eta``, is the argument ``lr`` (``eta`` and ``etas`` still work, deprecated, for one
+release).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from lib.config import (
     check_int,
     check_positive,
     check_range,
+    renamed_arguments,
 )
 
 SQRT5_MINUS_1 = math.sqrt(5.0) - 1.0  #: loss of stability of the period-2 orbit (App. L)
@@ -184,7 +188,7 @@ def example_functions() -> list[ScalarFunction]:
 def stable_oscillation_condition(f2, f3, f4):
     """Thm 1's quantity ``3 f'''^2 - f'' f''''`` at a minimum (floats or broadcastable arrays).
 
-    Positive (with ``f''' != 0``) means GD has period-2 orbits for ``eta`` just above ``2 / f''``.
+    Positive (with ``f''' != 0``) means GD has period-2 orbits for ``lr`` just above ``2 / f''``.
     """
     check_array("f2", f2)
     check_array("f3", f3)
@@ -197,11 +201,13 @@ def stable_oscillation_condition(f2, f3, f4):
 def higher_order_test(derivs, tol: float = 1e-9) -> dict:
     """Lemma 1's test from the derivatives ``(f'', f''', f^(4), ...)`` at a minimum (a 1-D sequence).
 
-    Finds the lowest ``k >= 3`` with ``|f^(k)| > tol`` and returns a dict with ``k``, ``case`` (``"thm1"`` for
-    ``k = 3``, ``"even"`` or ``"odd"`` for Lemma 1, ``"flat"`` if none) and ``holds`` (bool or ``None``
-    when the
-    derivatives given are not enough to decide). Thm 1: ``3 f'''^2 - f'' f'''' > 0``. Lemma 1 (ii): ``k`` even
-    and ``f^(k) < 0``. Lemma 1 (i): ``k`` odd and ``f^(k+1) < 0`` (with ``epsilon`` of the sign of ``f^(k)``).
+    Finds the lowest ``k >= 3`` with ``|f^(k)| > tol``. Thm 1: ``3 f'''^2 - f'' f'''' > 0``. Lemma 1 (ii): ``k``
+    even and ``f^(k) < 0``. Lemma 1 (i): ``k`` odd and ``f^(k+1) < 0`` (with ``epsilon`` of the sign of
+    ``f^(k)``).
+
+    Returns:
+        dict with ``k``, ``case`` (``"thm1"`` for ``k = 3``, ``"even"`` or ``"odd"`` for Lemma 1, ``"flat"`` if
+        none) and ``holds`` (bool, or ``None`` when the derivatives given are not enough to decide).
     """
     check_array("derivs", derivs)
     d = np.asarray(derivs, dtype=float).ravel()
@@ -226,7 +232,12 @@ def higher_order_test(derivs, tol: float = 1e-9) -> dict:
 
 
 def oscillation_test(func: ScalarFunction, order: int = 6, tol: float = 1e-9) -> dict:
-    """Evaluate Thm 1 / Lemma 1 for ``func`` at its minimum; adds the derivatives and the Thm 1 quantity."""
+    """Evaluate Thm 1 / Lemma 1 for ``func`` at its minimum.
+
+    Returns:
+        the dict of :func:`higher_order_test` plus ``f2``, ``f3``, ``f4`` (the derivatives at the minimum),
+        ``condition`` (Thm 1's ``3 f'''^2 - f'' f''''``) and ``derivs`` (all derivatives up to ``order``).
+    """
     check_instance("func", func, ScalarFunction)
     d = func.at_min(order)
     out = higher_order_test(d[2:], tol=tol)
@@ -240,35 +251,37 @@ def oscillation_test(func: ScalarFunction, order: int = 6, tol: float = 1e-9) ->
     return out
 
 
-def gd_map(func: ScalarFunction, eta: float) -> Callable:
+@renamed_arguments(eta="lr")
+def gd_map(func: ScalarFunction, lr: float) -> Callable:
     """The GD map ``F_eta(x) = x - eta f'(x)`` of Eq. (3) as a NumPy callable (arrays of any shape)."""
     if not isinstance(func, ScalarFunction):
         raise ValueError(f"func must be a ScalarFunction, got {func!r}")
-    check_positive("eta", eta)
-    return lambda x: np.asarray(x, dtype=float) - eta * func.grad(x)
+    check_positive("lr", lr)
+    return lambda x: np.asarray(x, dtype=float) - lr * func.grad(x)
 
 
-def gd_iterate_many(funcs: list[ScalarFunction], x0, etas, steps: int, bound: float = 1e8) -> np.ndarray:
+@renamed_arguments(etas="lrs")
+def gd_iterate_many(funcs: list[ScalarFunction], x0, lrs, steps: int, bound: float = 1e8) -> np.ndarray:
     """GD on several 1-D functions at once (one backward pass per step for all of them).
 
-    ``x0``: shape ``(F, n)`` (``n`` starts per function) or ``(F,)``; ``etas``: shape ``(F,)``. Entries whose
+    ``x0``: shape ``(F, n)`` (``n`` starts per function) or ``(F,)``; ``lrs``: shape ``(F,)``. Entries whose
     magnitude exceeds ``bound`` or become non-finite are set to ``inf`` (divergence) and frozen.
     Returns the trajectories, shape ``(steps + 1, *x0.shape)``.
     """
     check_positive("bound", bound)
     check_array("x0", x0)
-    check_array("etas", etas, positive=True)
+    check_array("lrs", lrs, positive=True)
     import torch
 
     check_int("steps", steps, minimum=0)
     x = np.array(x0, dtype=float)
-    etas = np.asarray(etas, dtype=float)
-    if x.shape[0] != len(funcs) or etas.shape != (len(funcs),):
+    lrs = np.asarray(lrs, dtype=float)
+    if x.shape[0] != len(funcs) or lrs.shape != (len(funcs),):
         raise ValueError(
-            f"x0 must have leading size {len(funcs)} and etas shape ({len(funcs)},), got "
-            f"{x.shape} and {etas.shape}"
+            f"x0 must have leading size {len(funcs)} and lrs shape ({len(funcs)},), got "
+            f"{x.shape} and {lrs.shape}"
         )
-    eta_b = etas.reshape((-1,) + (1,) * (x.ndim - 1))
+    eta_b = lrs.reshape((-1,) + (1,) * (x.ndim - 1))
     out = np.empty((steps + 1, *x.shape))
     out[0] = x
     with np.errstate(all="ignore"):
@@ -284,24 +297,28 @@ def gd_iterate_many(funcs: list[ScalarFunction], x0, etas, steps: int, bound: fl
     return out
 
 
-def two_step_gap(func: ScalarFunction, x0, eta):
-    """``F_eta(F_eta(x0)) - x0`` (zero at a period-2 point, Def 2); broadcasts over ``x0`` and ``eta``."""
+@renamed_arguments(eta="lr")
+def two_step_gap(func: ScalarFunction, x0, lr):
+    """``F_eta(F_eta(x0)) - x0`` (zero at a period-2 point, Def 2); broadcasts over ``x0`` and ``lr``."""
     check_instance("func", func, ScalarFunction)
     x0 = check_array("x0", x0, finite=False)  # a map: diverged states pass through
-    eta = check_array("eta", eta, positive=True)
+    lr = check_array("lr", lr, positive=True)
     x0 = np.asarray(x0, dtype=float)
-    eta = np.asarray(eta, dtype=float)
-    x1 = x0 - eta * func.grad(np.broadcast_to(x0, np.broadcast_shapes(x0.shape, eta.shape)))
-    return x1 - eta * func.grad(x1) - x0
+    lr = np.asarray(lr, dtype=float)
+    x1 = x0 - lr * func.grad(np.broadcast_to(x0, np.broadcast_shapes(x0.shape, lr.shape)))
+    return x1 - lr * func.grad(x1) - x0
 
 
 def two_cycle_learning_rate(func: ScalarFunction, eps: float, span: float = 0.3, n_grid: int = 301) -> dict:
     """The learning rate for which ``x0 = xbar - eps`` is a period-2 point, nearest to ``2 / f''`` (Thm 1).
 
-    Scans ``eta`` on ``[(1 - span), (1 + span)] * 2/f''`` for sign changes of ``F^2(x0) - x0`` and refines the
-    one closest to ``2/f''`` with brentq. Returns ``eta`` (nan if none), its ratio to ``2/f''``, the
-    multiplier
-    ``(F^2)'(x0) = F'(x0) F'(x1)`` of the cycle, and ``stable = |multiplier| < 1``.
+    Scans ``lr`` on ``[(1 - span), (1 + span)] * 2/f''`` for sign changes of ``F^2(x0) - x0`` and refines the
+    one closest to ``2/f''`` with brentq.
+
+    Returns:
+        dict with ``lr`` (nan if none), its ``ratio`` to ``2/f''``, the ``multiplier`` ``(F^2)'(x0) = F'(x0)
+        F'(x1)`` of the cycle, ``stable`` (``|multiplier| < 1``) and the cycle's points ``x0`` and ``x1`` (no
+        ``x1`` when there is no such learning rate).
     """
     check_instance("func", func, ScalarFunction)
     check_finite("eps", eps)
@@ -313,49 +330,50 @@ def two_cycle_learning_rate(func: ScalarFunction, eps: float, span: float = 0.3,
         raise ValueError("eps must be non-zero")
     e0 = func.eos_lr
     x0 = func.xbar - eps
-    etas = e0 * np.linspace(1 - span, 1 + span, n_grid)
+    lrs = e0 * np.linspace(1 - span, 1 + span, n_grid)
     with np.errstate(all="ignore"):
-        gaps = two_step_gap(func, np.full_like(etas, x0), etas)
+        gaps = two_step_gap(func, np.full_like(lrs, x0), lrs)
     cands = []
     for i in range(n_grid - 1):
         a, b = gaps[i], gaps[i + 1]
         if np.isfinite(a) and np.isfinite(b) and a * b < 0:
             root = brentq(
                 lambda e: float(two_step_gap(func, np.array(x0), np.array(e))),
-                etas[i],
-                etas[i + 1],
+                lrs[i],
+                lrs[i + 1],
                 xtol=1e-14,
             )
             cands.append(root)
     if not cands:
-        return dict(eta=math.nan, ratio=math.nan, multiplier=math.nan, stable=False, x0=x0)
-    eta = min(cands, key=lambda e: abs(e - e0))
-    x1 = x0 - eta * float(func.grad(np.array(x0)))
+        return dict(lr=math.nan, ratio=math.nan, multiplier=math.nan, stable=False, x0=x0)
+    lr = min(cands, key=lambda e: abs(e - e0))
+    x1 = x0 - lr * float(func.grad(np.array(x0)))
     d0, d1 = func.derivatives(np.array([x0, x1]), 2)[2]
-    mult = (1 - eta * d0) * (1 - eta * d1)
-    return dict(eta=eta, ratio=eta / e0, multiplier=float(mult), stable=bool(abs(mult) < 1), x0=x0, x1=x1)
+    mult = (1 - lr * d0) * (1 - lr * d1)
+    return dict(lr=lr, ratio=lr / e0, multiplier=float(mult), stable=bool(abs(mult) < 1), x0=x0, x1=x1)
 
 
-def period2_orbit(mu, eta):
+@renamed_arguments(eta="lr")
+def period2_orbit(mu, lr):
     """The period-2 orbit ``(delta1, delta2)`` of GD on ``(x^2 - mu)^2 / 4``, Eq. (4).
 
     ``delta1 < sqrt(mu) < delta2``.
 
     Solving Eq. (4) for ``s = delta^2 / mu`` gives ``K s^2 - (K + 1) s + 1/K = 0`` with ``K = eta mu``, i.e.
     ``delta^2 = mu ((K + 1) -+ sqrt((K - 1)(K + 3))) / (2K)``. A positive orbit straddling ``sqrt(mu)``
-    exists iff ``1 < K <= 3/2`` (Eq. 36); otherwise ``ValueError`` naming ``eta``. Broadcasts over arrays.
+    exists iff ``1 < K <= 3/2`` (Eq. 36); otherwise ``ValueError`` naming ``lr``. Broadcasts over arrays.
     """
     check_array("mu", mu, positive=True)
-    check_array("eta", eta, positive=True)
+    check_array("lr", lr, positive=True)
     mu_a = np.asarray(mu, dtype=float)
-    eta_a = np.asarray(eta, dtype=float)
+    eta_a = np.asarray(lr, dtype=float)
     if np.any(~np.isfinite(mu_a)) or np.any(mu_a <= 0):
         raise ValueError(f"mu must be finite and > 0, got {mu!r}")
     K = eta_a * mu_a
     if np.any(~np.isfinite(K)) or np.any(K <= 1) or np.any(K > 1.5):
         raise ValueError(
-            f"eta must satisfy 1 < eta*mu <= 1.5 (a period-2 orbit of Eq. (4) exists), got "
-            f"eta={eta!r}, mu={mu!r}"
+            f"lr must satisfy 1 < lr*mu <= 1.5 (a period-2 orbit of Eq. (4) exists), got "
+            f"lr={lr!r}, mu={mu!r}"
         )
     root = np.sqrt(np.maximum((K - 1) * (K + 3), 0.0))
     d1 = np.sqrt(mu_a * ((K + 1) - root) / (2 * K))
@@ -394,21 +412,22 @@ def quartic_multiplier_numeric(K, mu: float = 1.0) -> float:
     check_positive("K", K)
     check_array("mu", mu, positive=True)
     d1, d2 = period2_orbit(mu, K / mu)
-    eta = K / mu
-    return float((1 + eta * (mu - 3 * d1**2)) * (1 + eta * (mu - 3 * d2**2)))
+    lr = K / mu
+    return float((1 + lr * (mu - 3 * d1**2)) * (1 + lr * (mu - 3 * d2**2)))
 
 
-def orbit_eos_ratios(func: ScalarFunction, eta: float, points) -> np.ndarray:
+@renamed_arguments(eta="lr")
+def orbit_eos_ratios(func: ScalarFunction, lr: float, points) -> np.ndarray:
     """``eta / (2 / f''(x)) = eta f''(x) / 2`` at each point of an orbit (Remark 1 after Thm 1).
 
-    Below 1 where ``eta`` is under the local edge of stability ``2 / f''(x)``, above 1 where it is beyond it;
+    Below 1 where ``lr`` is under the local edge of stability ``2 / f''(x)``, above 1 where it is beyond it;
     Remark 1 says that a period-2 orbit of Thm 1 has one point of each kind. Same shape as ``points``.
     """
     if not isinstance(func, ScalarFunction):
         raise ValueError(f"func must be a ScalarFunction, got {func!r}")
-    check_positive("eta", eta)
+    check_positive("lr", lr)
     pts = check_array("points", points)
-    return 0.5 * eta * func.derivatives(np.asarray(pts, dtype=float), 2)[2]
+    return 0.5 * lr * func.derivatives(np.asarray(pts, dtype=float), 2)[2]
 
 
 def prop1_quantity(g: Callable, x) -> np.ndarray:

@@ -9,19 +9,19 @@ from dataclasses import dataclass, field
 
 #: The paper's settings (Appendix B). Initial points and step counts are not stated there; ``None`` marks
 #: them.
-PAPER_FIG4 = dict(eta=1.01, functions=("quartic, mu=1", "2 sin x"), x0=None, steps=None)
+PAPER_FIG4 = dict(lr=1.01, functions=("quartic, mu=1", "2 sin x"), x0=None, steps=None)
 
 
-PAPER_FIG12 = dict(mu=1.0, etas=(1.05, 1.235, 1.237), x0=None, steps=None)
+PAPER_FIG12 = dict(mu=1.0, lrs=(1.05, 1.235, 1.237), x0=None, steps=None)
 
 
-PAPER_FIG7 = dict(mu=1.0, etas=(1.05, 1.25), x0=None, y0=None, steps=None)
+PAPER_FIG7 = dict(mu=1.0, lrs=(1.05, 1.25), x0=None, y0=None, steps=None)
 
 
-PAPER_FIG3 = dict(mu=1.0, etas=(1.08, 0.95), x0=None, y0=None, steps=None)
+PAPER_FIG3 = dict(mu=1.0, lrs=(1.08, 0.95), x0=None, y0=None, steps=None)
 
 
-PAPER_FIG5 = dict(d=2, m=1000, eta=2.2, K=1.1, w0=(0.0, 0.1), v0=0.1, w_teacher=(1.0, 0.0), steps=None)
+PAPER_FIG5 = dict(d=2, m=1000, lr=2.2, K=1.1, w0=(0.0, 0.1), v0=0.1, w_teacher=(1.0, 0.0), steps=None)
 
 
 @dataclass(frozen=True)
@@ -63,10 +63,10 @@ PAPER_FIG6 = MFConfig(
 
 
 #: Fig 8 as stated in App. B.3.1 (epoch = one full-batch GD step, our reading; v_i = 1/k_i assumed).
-PAPER_FIG8 = dict(d=16, m=10000, k_step=0.0625, noise=0.01, lrs=(0.5, 2.6), epochs=100, decay_epochs=20,
+PAPER_FIG8 = dict(d=16, m=10000, k_step=0.0625, noise=0.01, lrs=(0.5, 2.6), steps=100, decay_steps=20,
                   decay_to=0.5, flattest_ratio=1.21, eos_lr="around 2.5")
 
 
 #: Figs 9-11 as stated in App. B.3.2 (MNIST 0/1, 2000 images, 79 pixels with std >= 110, width 16).
 PAPER_FIG9_11 = dict(dataset="MNIST 0 vs 1", n=2000, std_min=110, in_dim=79, width=16, depths=(3, 4, 5),
-                     lrs=(0.5, 0.4, 0.35), small_lr=0.1, loss="MSE", epochs=None)
+                     lrs=(0.5, 0.4, 0.35), small_lr=0.1, loss="MSE", steps=None)

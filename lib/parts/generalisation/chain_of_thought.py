@@ -26,6 +26,7 @@ from lib.config import (
     check_positive,
     check_range,
     check_seed,
+    renamed_arguments,
 )
 from lib.data import prompts
 from lib.train import train
@@ -275,7 +276,10 @@ def train_cot(*, d: int = 30, n_patterns: int = 20, n_steps: int = 3, n_examples
             CPU from the same seeds and moved there; the returned arrays are CPU NumPy arrays.
 
     Returns:
-        dict with ``W`` (final, numpy), ``checkpoints`` (steps), ``Ws`` ``(n_ckpt, D, D)``, ``step`` and ``loss``.
+        dict with ``W`` (final, numpy), ``checkpoints`` (steps), ``Ws`` ``(n_ckpt, D, D)`` (``W`` at each
+        checkpoint), ``step`` and ``loss`` (the training loss, recorded only at the checkpoints and the final
+        step: with the default ``checkpoints=()`` they hold one value, the final one) and ``diverged``
+        (:func:`lib.train.train`'s flag).
     """
     check_int("steps", steps, minimum=1)
     check_int("batch", batch, minimum=1)
@@ -350,29 +354,34 @@ def fig75_transitions(step_maps: torch.Tensor, *, fail_share: float = 0.3,
     return A
 
 
-def sample_test_prompts(n_queries, n_examples, alpha, tau, rho, mode, d, n_trr, n_tsr, n_steps, noise, seed):
+@renamed_arguments(n_trr="n_patterns", n_tsr="n_test_patterns")
+def sample_test_prompts(n_queries, n_examples, alpha, tau, rho, mode, d, n_patterns, n_test_patterns, n_steps, noise,
+                        seed):
     """Test prompts of eqs (7.4), (7.11), (7.12): one task, step matrices and prompt per query.
 
+    ``n_patterns`` is the thesis's ``M`` (TRR patterns, as in :func:`train_cot`) and ``n_test_patterns`` its ``M'``
+    (TSR patterns); the old names ``n_trr`` and ``n_tsr`` still work for one release, with a ``DeprecationWarning``.
+
     Returns:
-        ``(tsr, idx, tokens, truth, row_ok)``: the TSR patterns ``(n_tsr, d)``, the context chains' pattern
-        indices ``(n, l, K + 1)``, their noisy tokens ``(n, l, K + 1, d)``, the query's true chain ``(n, K + 1)``
-        and whether Condition 7.3.2 holds on the query's row of ``B``.
+        ``(tsr, idx, tokens, truth, row_ok)``: the TSR patterns ``(n_test_patterns, d)``, the context chains'
+        pattern indices ``(n, l, K + 1)``, their noisy tokens ``(n, l, K + 1, d)``, the query's true chain
+        ``(n, K + 1)`` and whether Condition 7.3.2 holds on the query's row of ``B``.
     """
-    for name, value in (("n_queries", n_queries), ("n_examples", n_examples), ("d", d), ("n_trr", n_trr),
-                        ("n_tsr", n_tsr), ("n_steps", n_steps)):
+    for name, value in (("n_queries", n_queries), ("n_examples", n_examples), ("d", d), ("n_patterns", n_patterns),
+                        ("n_test_patterns", n_test_patterns), ("n_steps", n_steps)):
         check_int(name, value, minimum=1)
     check_positive("noise", noise, allow_zero=True)
     check_seed("seed", seed)
     g = torch.Generator().manual_seed(seed)
-    trr = prompts.orthonormal_bank(n_trr, d)
-    tsr = prompts.subframe(trr, n_tsr, generator=g)
-    maps = prompts.shift_tasks(n_queries, n_tsr, n_steps, generator=g)
+    trr = prompts.orthonormal_bank(n_patterns, d)
+    tsr = prompts.subframe(trr, n_test_patterns, generator=g)
+    maps = prompts.shift_tasks(n_queries, n_test_patterns, n_steps, generator=g)
     if mode == "fig75":  # the thesis's Fig 7.5 setting; tau and rho are not used
         A = fig75_transitions(maps, generator=g)
     else:
         A = step_transitions(maps, tau, rho, mode=mode, generator=g)
-    q = torch.randint(0, n_tsr, (n_queries,), generator=g)
-    starts = prompts.context_starts(q, n_examples, n_tsr, alpha, generator=g)
+    q = torch.randint(0, n_test_patterns, (n_queries,), generator=g)
+    starts = prompts.context_starts(q, n_examples, n_test_patterns, alpha, generator=g)
     idx = prompts.sample_chains(A, starts, generator=g)  # (n, l, K + 1)
     tokens = tsr[idx] + prompts.orthogonal_noise(tuple(idx.shape), tsr, noise, generator=g)
     truth = prompts.follow_steps(maps, q.unsqueeze(1))[:, 0]  # (n, K + 1)
@@ -383,35 +392,50 @@ def sample_test_prompts(n_queries, n_examples, alpha, tau, rho, mode, d, n_trr, 
     return tsr, idx, tokens, truth, row_ok
 
 
+def _check_weight(W, d: int, n_steps: int) -> None:
+    """``W`` must be ``(2 d + K, 2 d + K)``: a weight trained with other sizes is refused, naming ``d``."""
+    size = 2 * d + n_steps
+    if np.shape(W) != (size, size):
+        raise ValueError(f"W must have shape ({size}, {size}) = (2 d + n_steps,) * 2 for d={d}, n_steps={n_steps}, "
+                         f"got {np.shape(W)}: pass the d and n_steps W was trained with")
+
+
 def _decode(out, tsr):
     return torch.cdist(out, tsr).argmin(-1)
 
 
+@renamed_arguments(n_trr="n_patterns", n_tsr="n_test_patterns")
 def cot_inference(W, *, n_queries: int = 300, n_examples: int = 20, alpha: float = 0.8, tau: float = 0.5,
-                  rho: float = 0.8, mode: str = "distractor", d: int = 30, n_trr: int = 20, n_tsr: int = 10,
-                  n_steps: int = 3, noise: float = 0.2, seed: int = 0, return_attention: bool = False) -> dict:
+                  rho: float = 0.8, mode: str = "distractor", d: int = 30, n_patterns: int = 20,
+                  n_test_patterns: int = 10, n_steps: int = 3, noise: float = 0.2, seed: int = 0,
+                  return_attention: bool = False) -> dict:
     """CoT test error (eq. 7.7) of weight ``W`` by greedy decoding (eqs 7.5-7.6), and the attention masses.
 
-    Every query gets its own test task on ``n_tsr`` TSR patterns (a random orthonormal frame in the span of the
-    TRR patterns), ``n_examples`` noisy context examples whose steps follow :func:`step_transitions`, and a
-    noiseless query.
+    Every query gets its own test task on ``n_test_patterns`` TSR patterns (the thesis's ``M'``: a random orthonormal
+    frame in the span of the ``n_patterns`` TRR patterns, its ``M``), ``n_examples`` noisy context examples whose
+    steps follow :func:`step_transitions`, and a noiseless query. ``n_trr`` and ``n_tsr``, the old names of
+    ``n_patterns`` and ``n_test_patterns``, still work for one release (``DeprecationWarning``).
 
     Returns:
         dict with ``error`` (mean over queries and steps of a wrong ``v_k``), ``final_error`` (wrong ``v_K``),
         ``masses`` ``(4,)`` (mean attention on the four key types of Fig 7.6, see ``TYPE_NAMES``),
         ``per_query`` errors, ``row_condition`` (whether Condition 7.3.2 holds on the query's row of ``B``) and, with
-        ``return_attention``, ``attention`` (list of ``K`` arrays ``(n, L_k)``), ``decoded`` and ``truth``.
+        ``return_attention``, ``attention`` (list of ``K`` arrays ``(n, L_k)``), ``decoded`` and ``truth``
+        ``(n, K + 1)`` (the decoded and the true chains) and ``context_pattern`` ``(n, l, K + 1)`` (the context
+        chains' pattern indices).
     """
     check_array("W", W)
-    for name, value in (("d", d), ("n_trr", n_trr), ("n_tsr", n_tsr), ("n_steps", n_steps)):
+    for name, value in (("d", d), ("n_patterns", n_patterns), ("n_test_patterns", n_test_patterns),
+                        ("n_steps", n_steps)):
         check_int(name, value, minimum=1)
+    _check_weight(W, d, n_steps)
     check_seed("seed", seed)
     check_bool("return_attention", return_attention)
     check_int("n_queries", n_queries, minimum=1)
     check_int("n_examples", n_examples, minimum=1)
     check_range("noise", noise, 0.0, None)
-    tsr, idx, tokens, truth, row_ok = sample_test_prompts(n_queries, n_examples, alpha, tau, rho, mode, d, n_trr,
-                                                    n_tsr, n_steps, noise, seed)
+    tsr, idx, tokens, truth, row_ok = sample_test_prompts(n_queries, n_examples, alpha, tau, rho, mode, d, n_patterns,
+                                                    n_test_patterns, n_steps, noise, seed)
     W = torch.as_tensor(np.asarray(W), dtype=torch.float32)
     model = AttentionOnlyCoT(d, n_steps)
     with torch.no_grad():
@@ -442,9 +466,10 @@ def cot_inference(W, *, n_queries: int = 300, n_examples: int = 20, alpha: float
     return res
 
 
+@renamed_arguments(n_trr="n_patterns", n_tsr="n_test_patterns")
 def icl_inference(W, *, n_queries: int = 300, n_examples: int = 20, alpha: float = 0.8, tau: float = 0.5,
-                  rho: float = 0.8, mode: str = "distractor", d: int = 30, n_trr: int = 20, n_tsr: int = 10,
-                  n_steps: int = 3, noise: float = 0.2, seed: int = 0) -> dict:
+                  rho: float = 0.8, mode: str = "distractor", d: int = 30, n_patterns: int = 20,
+                  n_test_patterns: int = 10, n_steps: int = 3, noise: float = 0.2, seed: int = 0) -> dict:
     """ICL test error (eq. 7.9): the same test prompts as :func:`cot_inference` with only the first input and the
     final output of each example (eq. 7.8); one decoding of the query, compared with the true ``z_K``.
 
@@ -452,13 +477,15 @@ def icl_inference(W, *, n_queries: int = 300, n_examples: int = 20, alpha: float
         dict with ``error``, ``per_query`` errors and ``row_condition`` (as in :func:`cot_inference`).
     """
     check_array("W", W)
-    for name, value in (("d", d), ("n_trr", n_trr), ("n_tsr", n_tsr), ("n_steps", n_steps)):
+    for name, value in (("d", d), ("n_patterns", n_patterns), ("n_test_patterns", n_test_patterns),
+                        ("n_steps", n_steps)):
         check_int(name, value, minimum=1)
+    _check_weight(W, d, n_steps)
     check_seed("seed", seed)
     check_int("n_queries", n_queries, minimum=1)
     check_int("n_examples", n_examples, minimum=1)
-    tsr, idx, tokens, truth, row_ok = sample_test_prompts(n_queries, n_examples, alpha, tau, rho, mode, d, n_trr,
-                                                    n_tsr, n_steps, noise, seed)
+    tsr, idx, tokens, truth, row_ok = sample_test_prompts(n_queries, n_examples, alpha, tau, rho, mode, d, n_patterns,
+                                                    n_test_patterns, n_steps, noise, seed)
     model = AttentionOnlyCoT(d, n_steps)
     with torch.no_grad():
         model.W.copy_(torch.as_tensor(np.asarray(W), dtype=torch.float32))

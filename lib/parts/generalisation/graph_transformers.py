@@ -38,6 +38,7 @@ from lib.config import (
     check_positive,
     check_range,
     check_seed,
+    renamed_key,
 )
 from lib.data.tokens import pattern_bank
 from lib.graphs.generators import binary_sbm_edges
@@ -248,7 +249,11 @@ def pe_index(spd, Z: int) -> np.ndarray:
 
 def toy_graph() -> dict:
     """A small graph in the spirit of Fig 3.2: node 0 (pattern ``mu_3``, label +1) has ``Delta_0(1) = -2``
-    and ``Delta_0(2) = 3``."""
+    and ``Delta_0(2) = 3``.
+
+    Returns:
+        dict with ``A`` (n, n) boolean adjacency, ``pattern`` (n,), ``y`` (n,) labels (+-1), ``spd`` (n, n) distances.
+    """
     # node 0: mu3, neighbours 1..3 (two mu2, one mu3), distance 2: 4..7 (three mu1, one mu4)
     pattern = np.array([2, 1, 1, 2, 0, 0, 0, 3])
     edges = [(0, 1), (0, 2), (0, 3), (1, 4), (2, 5), (3, 6), (3, 7)]
@@ -349,7 +354,7 @@ def train_gt_graphs(
             ``clean_y`` (labels used to mark class-relevant keys), all graphs of the same ``n``.
         rows: graph index of every member.
         Ls: labelled-set size of every member.
-        cfg: sizes and optimiser (``d, K, Z, n_test, m, eta, batch, steps, kappa, delta, sigma, xi``).
+        cfg: sizes and optimiser (``d, K, Z, n_test, m, lr, batch, steps, kappa, delta, sigma, xi``).
         device: where to train (``"cpu"``, ``"cuda"``, ...; :func:`lib.config.check_device`). The graphs, the
             initial weights and every random draw are made on the CPU from the same seeded generators and moved
             there, so a seed gives the same run on every device up to round-off; the arrays come back on the CPU.
@@ -369,6 +374,7 @@ def train_gt_graphs(
     _check_distances(distances)
     if not graphs or rows.min() < 0 or rows.max() >= len(graphs):
         raise ValueError(f"rows must index graphs (0..{len(graphs) - 1})")
+    cfg = renamed_key(cfg, "eta", "lr", name="cfg")
     steps = cfg["steps"] if steps is None else steps
     check_int("steps", steps, minimum=1)
     check_int("record_every", record_every, minimum=1)
@@ -459,7 +465,7 @@ def train_gt_graphs(
         return {"test_hinge": lt.cpu().numpy(), "mass": mt.cpu().numpy(), "b": b.detach().cpu().numpy().copy()}
 
     leaves = dict(p for p in model.named_parameters() if p[1].requires_grad) | ({"b": b} if train_b else {})
-    res = train(leaves, loss_fn, lr=cfg["eta"], steps=steps, optimizer="sgd", batch_fn=batch_fn, record=record,
+    res = train(leaves, loss_fn, lr=cfg["lr"], steps=steps, optimizer="sgd", batch_fn=batch_fn, record=record,
                 record_every=record_every, generator=gen, divergence_factor=None, device=dev)
     hist = res.history
     lt, et, _ = evaluate()

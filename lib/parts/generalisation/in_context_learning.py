@@ -350,9 +350,10 @@ def train_icl(configs: list[dict], *, m: int = 200, delta: float = 0.2, lr: floa
             CPU from the same seeds and moved there; ``model`` (moved back) and ``states`` come back on the CPU.
 
     Returns:
-        dict with ``model``, ``checkpoints`` (steps), ``states`` (list of state dicts), ``loss`` (total training
-        loss per step), ``monitor_steps`` and ``monitor_hinge`` ``(n_records, R)``, and :func:`lib.train.train`'s
-        ``diverged`` and ``diverged_step`` (the histories stop there).
+        dict with ``model``, ``checkpoints`` (steps), ``states`` (list of state dicts), ``loss_steps`` and
+        ``loss`` (the total training loss, recorded at the checkpoints and the final step), ``monitor_steps`` and
+        ``monitor_hinge`` ``(n_records, R)``, and :func:`lib.train.train`'s ``diverged`` and ``diverged_step`` (the
+        histories stop there).
     """
     check_instance("configs", configs, (list, tuple))
     check_int("steps", steps, minimum=1)

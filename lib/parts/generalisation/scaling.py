@@ -37,9 +37,13 @@ def boundary_exponent(xs, success, Ns, predicted: float, *, competing=None, what
     """Decide ``N* ~ x^predicted`` on a success map by the interval of the fitted exponent.
 
     The points used are the settings ``x`` at which every seed has a finite boundary above ``Ns[0]`` (a boundary
-    at the grid's first ``N`` is only an upper bound). Returns a dict with ``status``, ``reason``, ``tolerance``
-    (the rule), ``preconditions`` (for :func:`lib.claims.record`), ``fit`` (or None), ``boundaries`` and
-    ``measured`` (a sentence with the boundaries and the fitted exponent).
+    at the grid's first ``N`` is only an upper bound).
+
+    Returns:
+        dict with ``status`` and ``reason`` (of :func:`lib.claims.exponent_status`), ``tolerance`` (the rule),
+        ``preconditions`` (for :func:`lib.claims.record`), ``fit`` (the :class:`lib.stats.Exponent`, or None),
+        ``boundaries`` (the boundary per setting and seed) and ``measured`` (a sentence with the boundaries and
+        the fitted exponent).
     """
     check_int("n_boot", n_boot, minimum=1)
     check_int("min_points", min_points, minimum=2)

@@ -115,7 +115,7 @@ PAPER_VIT = {
     "c0": 0.01,  # token noise (degenerate: N = 2 suffices, spec pilot)
     "m": 1000,  # neurons of W_O (Sec. 2.5)
     "W_O_std": 0.01,
-    "eta": None,  # SGD step: not stated
+    "lr": None,  # SGD step: not stated
     "batch": None,
     "sigma": 0.1,  # Fig 2.1(a)
     "delta": 0.2,  # Fig 2.1(a)
@@ -125,7 +125,7 @@ PAPER_VIT = {
 }
 
 VIT = {
-    "M": 5, "d": 10, "L": 30, "c0": 0.3, "m": 100, "eta": 0.5, "batch": 16, "steps": 300,
+    "M": 5, "d": 10, "L": 30, "c0": 0.3, "m": 100, "lr": 0.5, "batch": 16, "steps": 300,
     "sigma": 0.1, "delta": 0.2, "kappa": 1.0, "n_test": 500, "success_hinge": 1e-3,
 }
 
@@ -156,7 +156,7 @@ VIT_IMAGES_FULL = {"removals": (0, 3, 6, 9), "Ns": (40, 80, 160, 250), "seeds": 
 PAPER_ICL = {
     "d_X": 30, "d_Y": 30, "beta": 3.0, "M1": 6, "M2": 24, "K": 0.5, "K_ood": 5.0, "alpha": 0.8, "l_tr": 20,
     "U": 1, "U_gpt": 4, "m_a": 60, "m_b": 60, "fig62_ab": (0.64, 0.64), "ab_norm2": 0.82, "fig65_alpha": 0.6,
-    "m": None, "eta": None, "batch": None, "steps": None, "delta": None, "gpt_width": None,
+    "m": None, "lr": None, "batch": None, "steps": None, "delta": None, "gpt_width": None,
 }
 #: The book's choices where the thesis is silent (one-layer model and the GPT-2 stand-in of Fig 6.3).
 ICL_TRAINING = {"m": 200, "delta": 0.2, "lr": 1.0, "batch": 64, "steps": 1500, "success_hinge": 0.02}
@@ -166,14 +166,14 @@ ICL_GPT = {"d_model": 64, "n_layers": 3, "n_heads": 2, "lr": 1e-3, "batch": 64, 
 
 #: Section 3.5.1 of the thesis (None where it is silent: batch, iterations, Z, T_0).
 PAPER_GT = {
-    "n": 1000, "M": 10, "d": 20, "degree": 120, "c0": 0.01, "K": 60, "m": 400, "eta": 0.01, "delta": 0.2,
+    "n": 1000, "M": 10, "d": 20, "degree": 120, "c0": 0.01, "K": 60, "m": 400, "lr": 0.01, "delta": 0.2,
     "sigma": 0.1, "xi": 0.01, "gamma_d": 0.4, "eps_S_fig33a": 0.05, "eps_S_gcn": 0.2, "L_fig34": 400,
     "L_fig35": 400, "gamma_d_fig35": 0.2, "trials": 20, "success_hinge": 1e-3,
     "batch": None, "steps": None, "Z": None, "T0": None,
 }
 #: The book's choices where the thesis is silent (Z = 3: distances 0, 1 and >= 2; eta 0.1 instead of 0.01).
 GT = {
-    "n": 1000, "M": 10, "d": 20, "degree": 120, "c0": 0.01, "K": 60, "m": 400, "eta": 0.1, "delta": 0.2,
+    "n": 1000, "M": 10, "d": 20, "degree": 120, "c0": 0.01, "K": 60, "m": 400, "lr": 0.1, "delta": 0.2,
     "sigma": 0.1, "xi": 0.01, "kappa": 1.0, "Z": 3, "batch": 32, "steps": 400, "n_test": 200,
 }
 

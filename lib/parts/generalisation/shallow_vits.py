@@ -24,6 +24,7 @@ from lib.config import (
     check_positive,
     check_range,
     check_seed,
+    renamed_key,
 )
 from lib.data.tokens import pattern_bank, pattern_sequences
 from lib.models.shallow_attention import ShallowAttention, attention_mass
@@ -187,6 +188,7 @@ def train_vit(
     """
     check_int("n_remove", n_remove, minimum=0)
     Ns, seeds = check_members(Ns, seeds, "Ns")
+    cfg = renamed_key(cfg, "eta", "lr", name="cfg")
     steps = cfg["steps"] if steps is None else steps
     check_int("steps", steps, minimum=1)
     check_int("record_every", record_every, minimum=1)
@@ -284,7 +286,7 @@ def train_vit(
         grads = torch.autograd.grad(loss_r.sum(), params)
         with torch.no_grad():
             for p, g in zip(params, grads):
-                p -= cfg["eta"] * g
+                p -= cfg["lr"] * g
             bad = ~torch.isfinite(loss_r.detach())
             diverged |= bad.cpu().numpy()
     with torch.no_grad():

@@ -324,7 +324,8 @@ def spurious_runs(removals, seeds, *, classes=(3, 8), n_test_per_class: int, pho
     backgrounds). ``device``: where the models train (:func:`train_vits`); they are tested on the CPU.
 
     Returns:
-        dict with ``acc`` ``(3, n_removals, n_seeds)`` (inits: many, few, scratch), ``alpha`` and ``diverged``.
+        dict with ``acc`` ``(3, n_removals, n_seeds)`` (inits: many, few, scratch), ``alpha``, ``diverged`` (the
+        number of diverged runs) and ``n_train`` (training images per run).
     """
     removals = [int(r) for r in removals]
     alpha = alpha_star(removals)

@@ -415,8 +415,12 @@ def linear_readout_overlap(features: np.ndarray, labels: np.ndarray, k: int, see
 
 
 def bethe_spectra(edge, n: int) -> dict:
-    """Eigen-decompositions of one graph's :math:`A` and :math:`H(\\sqrt c)` (dense, for the chapter's widget):
-    dict with ``"A"`` and ``"H"`` -> (eigenvalues ascending ``(n,)``, eigenvectors ``(n, n)``) and ``"c"``."""
+    """Eigen-decompositions of one graph's :math:`A` and :math:`H(\\sqrt c)` (dense, for the chapter's widget).
+
+    Returns:
+        dict with ``A`` and ``H``, each (eigenvalues ascending ``(n,)``, eigenvectors ``(n, n)``), and ``c`` (the
+        graph's mean degree).
+    """
     check_array("edge", edge)
     check_int("n", n, minimum=1)
     check_int("n", n, minimum=2)

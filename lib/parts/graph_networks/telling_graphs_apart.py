@@ -36,7 +36,12 @@ def walk_counts(G, K: int) -> np.ndarray:
 
 def lemma_a9_identities(w: np.ndarray) -> dict[str, np.ndarray]:
     """The identities (A.30)-(A.32) of Lemma A.9 for walk counts ``w`` of shape ``(K+1, 14)`` of the graph G of
-    Fig 2.1 (thesis node i is column i-1): one boolean per k."""
+    Fig 2.1 (thesis node i is column i-1).
+
+    Returns:
+        dict with one boolean array ``(K+1,)`` (one entry per k) per identity, keyed by the identity:
+        ``(A.30) w(1) = w(2)``, ``(A.31) w(3)+w(9) = w(6)+w(8)`` and ``(A.32) w(5)+w(7) = w(4)+w(10)``.
+    """
     check_array("w", w)
     if np.ndim(w) != 2 or np.shape(w)[1] != 14:
         raise ValueError(f"w must have shape (K+1, 14), got {np.shape(w)}")
@@ -164,10 +169,15 @@ def algorithm1_keys(graphs: Sequence) -> list:
 
 def class_counts(graphs: Sequence, Ks: Sequence[int], *, alpha: int | None = None,
                  algorithm1: bool = False) -> dict:
-    """Graph classes of ``graphs``: ``truth`` (isomorphism), ``gnn[K]`` and ``gamlp[K]`` for each K in ``Ks``, and
-    ``prop22`` (the GA-MLP on :math:`\\{D, AD^{-\\alpha}\\}`) when ``alpha`` is given, ``alg1`` (the keys of
-    :func:`algorithm1_keys`) when ``algorithm1``; also ``exact_fraction`` of each: the share of graphs whose class
-    holds only graphs isomorphic to them."""
+    """Graph classes of ``graphs`` under isomorphism and under each model.
+
+    Returns:
+        dict of class counts: ``graphs`` (how many graphs), ``truth`` (isomorphism classes), ``gnn`` and
+        ``gamlp`` (dicts ``{K: classes}`` for each K in ``Ks``), ``prop22`` (the GA-MLP on
+        :math:`\\{D, AD^{-\\alpha}\\}`) when ``alpha`` is given, ``alg1`` (the keys of :func:`algorithm1_keys`)
+        when ``algorithm1``; and ``exact_fraction`` (a dict ``{(model, K): share}``: the share of graphs whose
+        class holds only graphs isomorphic to them).
+    """
     check_bool("algorithm1", algorithm1)
     graphs = list(graphs)
     if isinstance(Ks, (str, bytes)) or not hasattr(Ks, "__iter__"):

@@ -32,6 +32,7 @@ from lib.config import (
     check_positive,
     check_seed,
     check_shape,
+    renamed_arguments,
 )
 from lib.models.transformer import Transformer, TransformerConfig
 
@@ -239,8 +240,9 @@ def fit_delay_kernel(delay: int, betas, J: int = 400, J_fit: int | None = None) 
             ``< sum|alpha| e^{-beta J}``).
         J_fit: lags used in the least squares (default ``max(4 * delay, 3 * H)``; must be ``<= J``).
 
-    Returns a dict with ``alphas`` ``(H,)``, ``kernel`` ``(J,)``, ``l1`` (the ``l1(N)`` error of Lemma D.2 on
-    ``1..J``) and ``max_alpha`` (``max_h |alpha_h|``).
+    Returns:
+        dict with ``alphas`` ``(H,)``, ``kernel`` ``(J,)`` (the fitted kernel on lags ``1..J``), ``l1`` (the
+        ``l1(N)`` error of Lemma D.2 on ``1..J``) and ``max_alpha`` (``max_h |alpha_h|``).
     """
     check_int("delay", delay, minimum=1)
     betas = check_array("betas", betas, finite=False, nonempty=False)
@@ -432,9 +434,9 @@ def relu_features_fit(f, M: int, low: float = -1.0, high: float = 1.0, rng=0, n_
     ridge least-squares read-out on ``n_fit`` equispaced points: a stand-in for the Barron-space approximation
     of Lemma A.6 (which only asserts existence).
 
-    Returns a dict with ``w`` ``(M,)`` (= ``s_m``), ``c`` ``(M,)``, ``a`` ``(M,)``, ``b0`` and
-    ``max_err`` (the
-    sup error on the fit points).
+    Returns:
+        dict with ``w`` ``(M,)`` (= ``s_m``), ``c`` ``(M,)``, ``a`` ``(M,)``, ``b0`` and ``max_err`` (the sup
+        error on the fit points).
     """
     check_callable("f", f)
     check_finite("low", low)
@@ -526,11 +528,10 @@ def best_bilinear_fit(P: POD) -> dict:
     """Best ``L^2`` fit of ``g`` by the scores a dot product of affine token features can produce,
     ``c0 + c1 u + c2 v + c3 u v`` (with a constant coordinate in the embedding).
 
-    Returns ``coef`` ``(4,)`` and ``r2``: the fraction of the variance *across keys* (``g`` minus its
-    mean over
-    ``v`` for each ``u``, the only part softmax sees) explained by the fit; ``r2 = 0`` means a dot
-    product of the
-    raw tokens cannot represent any of ``g``'s retrieval preferences.
+    Returns:
+        dict with ``coef`` ``(4,)`` (``c0, c1, c2, c3``) and ``r2``: the fraction of the variance *across keys*
+        (``g`` minus its mean over ``v`` for each ``u``, the only part softmax sees) explained by the fit;
+        ``r2 = 0`` means a dot product of the raw tokens cannot represent any of ``g``'s retrieval preferences.
     """
     check_instance("P", P, POD)
     u, v = np.meshgrid(P.nodes, P.nodes, indexing="ij")
@@ -550,21 +551,24 @@ def best_bilinear_fit(P: POD) -> dict:
     return {"coef": coef, "r2": 1.0 - res / var if var > 0 else 1.0}
 
 
-def gih2_width_sweep(P: POD, g, Ls, Ms, Ks, B: int = 64, rng: int = 31) -> dict:
+@renamed_arguments(rng="seed")
+def gih2_width_sweep(P: POD, g, Ls, Ms, Ks, B: int = 64, seed: int = 31) -> dict:
     """Error of the Thm 4.4 transformer (:func:`build_gih2`) at the best POD rank, over sequence lengths and widths.
 
-    For each length ``L`` in ``Ls`` a batch of ``B`` uniform scalar sequences is drawn (seed ``rng + L``); for each
+    For each length ``L`` in ``Ls`` a batch of ``B`` uniform scalar sequences is drawn (seed ``seed + L``); for each
     FFN width ``M`` in ``Ms`` every rank ``K`` in ``Ks`` with ``M >= 2K`` is built and the smallest
     ``|||GIH_2 - TF|||_{L,2}`` (:func:`rms_error`, not normalised) is kept. ``g(u, v)``: the similarity on token
-    values (broadcast tensors), the same one ``P`` decomposes.
+    values (broadcast tensors), the same one ``P`` decomposes. ``rng``, the old name of ``seed``, still works for
+    one release (``DeprecationWarning``).
 
-    Returns ``error`` (len(Ls), len(Ms)), ``best_K`` (same shape), ``Ls``, ``Ms``.
+    Returns:
+        dict with ``error`` (len(Ls), len(Ms)), ``best_K`` (the rank that gave it, same shape), ``Ls`` and ``Ms``.
     """
     from lib.data.tokens import uniform_sequences
 
     check_callable("g", g)
     check_int("B", B, minimum=1)
-    check_int("rng", rng, minimum=0)
+    check_seed("seed", seed)
     Ls, Ms, Ks = (np.asarray(v, int).reshape(-1) for v in (Ls, Ms, Ks))
     for name, v, low in (("Ls", Ls, 4), ("Ms", Ms, 2), ("Ks", Ks, 1)):
         if v.size == 0 or v.min() < low:
@@ -574,7 +578,7 @@ def gih2_width_sweep(P: POD, g, Ls, Ms, Ks, B: int = 64, rng: int = 31) -> dict:
     err = np.full((Ls.size, Ms.size), np.inf)
     best = np.zeros((Ls.size, Ms.size), int)
     for i, L in enumerate(Ls):
-        X = uniform_sequences(B, int(L), 1, rng=rng + int(L), dtype=torch.float64)
+        X = uniform_sequences(B, int(L), 1, rng=seed + int(L), dtype=torch.float64)
         tgt = gih_target(X, lambda u, v: g(u[..., 0], v[..., 0]))
         for a, M in enumerate(Ms):
             for b, K in enumerate(Ks):

@@ -45,7 +45,9 @@ def lyapunov_ih(w, h, alpha_star: float, w_star: float):
 def lyapunov_rates(res: FourPhaseResult) -> dict:
     """The two Lyapunov functions along a trajectory and their exact time derivatives (chain rule on the ODE).
 
-    Returns a dict of arrays (n_t,): ``G4``, ``dG4``, ``Gih``, ``dGih``.
+    Returns:
+        dict of arrays (n_t,): ``G4`` and ``Gih`` (the two Lyapunov functions), ``dG4`` and ``dGih`` (their time
+        derivatives).
     """
     check_instance("res", res, FourPhaseResult)
     s = res.setting

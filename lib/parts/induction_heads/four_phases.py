@@ -438,10 +438,11 @@ def four_phase_dynamics(
 def phase_times(res: FourPhaseResult) -> dict:
     """Phase boundaries of Thm 5.5 measured on a trajectory.
 
-    Returns a dict with: ``T_I`` (L_G4 <= 1% of its start), ``T_g1`` (g reaches g*), ``T_o`` (h reaches h*, the
-    observation time of the proof), ``T_II`` / ``T_50`` / ``T_III`` (L_IH <= 99% / 50% / 1% of L_IH(T_o), after
-    T_o), ``T_half_w`` (w reaches w*/2), ``T_h2`` (turning point of h: its maximum after T_o), and ``ih_ratio_TI``
-    (L_IH(T_I) / L_IH(0), which Phase I says is >= 0.99).
+    Returns:
+        dict with ``T_I`` (L_G4 <= 1% of its start), ``T_g1`` (g reaches g*), ``T_o`` (h reaches h*, the
+        observation time of the proof), ``T_II`` / ``T_50`` / ``T_III`` (L_IH <= 99% / 50% / 1% of L_IH(T_o),
+        after T_o), ``T_half_w`` (w reaches w*/2), ``T_h2`` (turning point of h: its maximum after T_o), and
+        ``ih_ratio_TI`` (L_IH(T_I) / L_IH(0), which Phase I says is >= 0.99).
     """
     check_instance("res", res, FourPhaseResult)
     t = res.t

@@ -134,7 +134,7 @@ def train_induction(setting: dict, *, seed: int = 0, steps: int | None = None, s
         dict of NumPy arrays, one row per recorded step: ``step``, ``loss`` (training batch), ``eval_loss``,
         ``eval_acc``, ``prev_score`` ``(n, H)``, ``ind_score`` ``(n, H)``, ``slopes1``/``slopes2`` ``(n, H)``,
         ``maps1``/``maps2`` ``(n, H, T, T)``; plus ``tokens`` ``(T,)`` of the held-out sequence shown, its prefix
-        length ``S``, ``chance_loss = log V`` and ``diverged``.
+        length ``S``, ``chance_loss = log V``, ``diverged`` and the trained ``model``.
     """
     s = dict(STANDIN_QUICK, **setting)
     check_int("seed", seed, minimum=0)

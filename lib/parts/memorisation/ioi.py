@@ -236,8 +236,12 @@ def train_ioi(setting: dict, n_layers: int, optimizer: str, seed: int = 0, recor
 
 
 def ioi_experiment(setting: dict, n_layers: int, optimizer: str, seed: int = 0, device="cpu") -> dict:
-    """One cacheable :func:`train_ioi` run (plain data, for :func:`lib.sweep.cached_call`; on ``device``): the
-    history, the final :func:`ioi_scores` and ``diverged``."""
+    """One cacheable :func:`train_ioi` run (plain data, for :func:`lib.sweep.cached_call`; on ``device``).
+
+    Returns:
+        dict with ``history`` (the training history, as NumPy arrays), ``final`` (the final :func:`ioi_scores`)
+        and ``diverged``.
+    """
     run = train_ioi(setting, n_layers, optimizer, seed, device=device)
     return {
         "history": {k: np.asarray(v) for k, v in run["history"].items()},

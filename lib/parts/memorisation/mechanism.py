@@ -16,7 +16,16 @@ from __future__ import annotations
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from lib.config import check_array, check_in, check_instance, check_int, check_positive, check_range, check_seed
+from lib.config import (
+    check_array,
+    check_in,
+    check_instance,
+    check_int,
+    check_positive,
+    check_range,
+    check_seed,
+    renamed_arguments,
+)
 from lib.maps import stop_at_divergence
 
 __all__ = [
@@ -52,30 +61,31 @@ def noise_logit_fixed_point(alpha: float, n_tokens: int) -> float:
     return float(np.log(n_tokens) + np.log(alpha / (1.0 - alpha)))
 
 
-def noise_logit_recursion(alpha: float, n_tokens: int, eta, steps: int) -> np.ndarray:
+@renamed_arguments(eta="lr")
+def noise_logit_recursion(alpha: float, n_tokens: int, lr, steps: int) -> np.ndarray:
     """Iterate ``ξ_t = ξ_{t-1} + η (α - e^ξ/(N + e^ξ))`` from ξ_0 = 0 (explicit update).
 
     Args:
         alpha: noise probability, in (0, 1).
         n_tokens: number N of clean tokens, >= 1.
-        eta: step size(s) > 0; a scalar or a 1-d array (one trajectory per value, batched).
+        lr: step size(s) > 0; a scalar or a 1-d array (one trajectory per value, batched).
         steps: number of iterations, >= 1.
 
     Returns:
-        Array of shape ``(steps + 1,)`` (scalar ``eta``) or ``(len(eta), steps + 1)`` with ξ_0..ξ_steps.
+        Array of shape ``(steps + 1,)`` (scalar ``lr``) or ``(len(lr), steps + 1)`` with ξ_0..ξ_steps.
     """
     check_range("alpha", alpha, 0.0, 1.0, lo_open=True, hi_open=True)
     check_int("n_tokens", n_tokens, minimum=1)
     check_int("steps", steps, minimum=1)
-    etas = np.atleast_1d(check_array("eta", eta, finite=False))
-    if etas.ndim != 1 or np.any(~np.isfinite(etas)) or np.any(etas <= 0):
-        raise ValueError("eta must be a positive scalar or a 1-d array of positive values")
-    xi = np.zeros((etas.size, steps + 1))
+    lrs = np.atleast_1d(check_array("lr", lr, finite=False))
+    if lrs.ndim != 1 or np.any(~np.isfinite(lrs)) or np.any(lrs <= 0):
+        raise ValueError("lr must be a positive scalar or a 1-d array of positive values")
+    xi = np.zeros((lrs.size, steps + 1))
     for t in range(1, steps + 1):
         prev = xi[:, t - 1]
         p = 1.0 / (1.0 + n_tokens * np.exp(-prev))
-        xi[:, t] = prev + etas * (alpha - p)
-    return xi[0] if np.ndim(eta) == 0 else xi
+        xi[:, t] = prev + lrs * (alpha - p)
+    return xi[0] if np.ndim(lr) == 0 else xi
 
 
 def sample_recall_sequences(

@@ -159,8 +159,12 @@ def repeated_trigger_mask(tokens: torch.Tensor, triggers) -> torch.Tensor:
 
 
 def recall_counts(z: torch.Tensor, y_bar: torch.Tensor, q: int, noise: int) -> dict:
-    """Per-sequence counts in a one-trigger sample: occurrences of the trigger ``q``, of the noise token, of the
-    target ``y_bar`` and of one other fixed token (the first id that is neither), as float tensors ``(B,)``."""
+    """Per-sequence counts in a one-trigger sample ``z`` ``(B, T)``.
+
+    Returns:
+        dict of float tensors ``(B,)``: ``q`` (occurrences of the trigger ``q``), ``noise`` (of the noise token)
+        and ``y_bar`` (of each sequence's target ``y_bar``).
+    """
     check_array("z", z)
     check_array("y_bar", y_bar)
     check_int("q", q, minimum=0)

@@ -120,9 +120,9 @@ def test_gd_step_on_U_is_first_order_d2():
     a = np.array([0.3, 0.8, 1.5])
     W0 = U @ U.transpose(0, 2, 1)
     errs = []
-    for eta in (1e-2, 1e-3):
-        run = deep_models.run_symmetric(a, (1, 1.5, 2), U, eta, 1, record_steps=[0, 1])
-        errs.append(np.abs((run.W[1] - run.W[0]) / eta - deep_models.w_update_d2(W0, a)).max())
+    for lr in (1e-2, 1e-3):
+        run = deep_models.run_symmetric(a, (1, 1.5, 2), U, lr, 1, record_steps=[0, 1])
+        errs.append(np.abs((run.W[1] - run.W[0]) / lr - deep_models.w_update_d2(W0, a)).max())
     assert errs[0] / errs[1] == pytest.approx(10, rel=0.05)
 
 

@@ -44,7 +44,7 @@ def test_check_lemmas_bounds_hold_and_printed_cor_d1_fails():
 def test_check_lemmas_detects_a_violated_bound():
     # a huge step breaks D.2; Cor. D.2's bound on the diagonal update then fails
     cfg = dict(jacobian_lemmas.lemma_setting((1.0, 4.0), 1, seed=0))
-    cfg["eta"] = cfg["eta"] * 60
+    cfg["lr"] = cfg["lr"] * 60
     r = jacobian_lemmas.check_lemmas(cfg, 20_000)
     assert r["margins"]["cor_d2"] > 0
 

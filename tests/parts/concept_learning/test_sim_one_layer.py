@@ -85,10 +85,10 @@ def test_theorem41_is_the_exact_flow():
 
 def test_gd_converges_to_flow_first_order():
     errs = []
-    for eta in (0.04, 0.02, 0.01):
-        steps = int(round(4 / eta))
-        gd = sim_one_layer.one_layer_gd(MU, SIG, eta, steps, d=2)["outputs"]
-        flow = sim_one_layer.one_layer_flow(MU, SIG, eta * np.arange(steps + 1), d=2)
+    for lr in (0.04, 0.02, 0.01):
+        steps = int(round(4 / lr))
+        gd = sim_one_layer.one_layer_gd(MU, SIG, lr, steps, d=2)["outputs"]
+        flow = sim_one_layer.one_layer_flow(MU, SIG, lr * np.arange(steps + 1), d=2)
         errs.append(np.abs(gd - flow).max())
     ratios = np.array(errs[:-1]) / np.array(errs[1:])
     assert np.all(np.abs(ratios - 2) < 0.2)
@@ -140,11 +140,11 @@ def test_affine_flow_matches_affine_population_gd():
     d = 3
     m, A = sim_data.population_moments(MU, [0.5, 0.3], d)
     ws, bs = init_deep_linear(d, d, 1, K=1, init_scale=0.5, bias=True, seed=2)
-    eta, steps = 1e-3, 3000
+    lr, steps = 1e-3, 3000
     res = population_gd_deep_linear(
-        ws, A, lr=eta, steps=steps, biases=bs, m=m, x_eval=sim_data.ood_point(MU, d), record_every=steps
+        ws, A, lr=lr, steps=steps, biases=bs, m=m, x_eval=sim_data.ood_point(MU, d), record_every=steps
     )
-    flow = sim_one_layer.affine_flow(MU, [0.5, 0.3], [eta * steps], W0=ws[0][0].numpy(), b0=bs[0][0].numpy(), d=d)
+    flow = sim_one_layer.affine_flow(MU, [0.5, 0.3], [lr * steps], W0=ws[0][0].numpy(), b0=bs[0][0].numpy(), d=d)
     assert np.abs(res["outputs"][0, -1, 0] - flow[0]).max() < 5e-3
 
 

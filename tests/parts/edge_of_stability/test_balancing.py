@@ -12,10 +12,10 @@ from lib.parts.edge_of_stability import balancing, one_dimensional
 def test_balancing_identities_random():
     rng = np.random.default_rng(0)
     x, y = rng.uniform(0.1, 2, 100), rng.uniform(0.1, 2, 100)
-    eta, mu = rng.uniform(0.5, 1.5, 100), rng.uniform(0.5, 2, 100)
-    x1, y1 = balancing.scalar_fact_step(x, y, eta, mu)
-    assert y1 - x1 == pytest.approx(balancing.imbalance_next(x, y, eta, mu))
-    assert x1 * y1 == pytest.approx(balancing.product_next(x, y, eta, mu))
+    lr, mu = rng.uniform(0.5, 1.5, 100), rng.uniform(0.5, 2, 100)
+    x1, y1 = balancing.scalar_fact_step(x, y, lr, mu)
+    assert y1 - x1 == pytest.approx(balancing.imbalance_next(x, y, lr, mu))
+    assert x1 * y1 == pytest.approx(balancing.product_next(x, y, lr, mu))
 
 
 def test_balanced_2d_is_1d():
@@ -40,7 +40,7 @@ def test_lemma2_certificate_paper_numbers():
     )
     assert not balancing.lemma2_certificate(0.8, 1.3, 1.25)["certified"]
     assert not balancing.lemma2_certificate(0.5, 0.5, 1.05)["certified"]  # x0 y0 < mu
-    with pytest.raises(ValueError, match="eta"):
+    with pytest.raises(ValueError, match="lr"):
         balancing.lemma2_certificate(0.8, 1.3, -1.0)
 
 
@@ -58,7 +58,7 @@ def test_damian_manifold_interval():
     assert lo + 1 / lo == pytest.approx(math.sqrt(2 + 2 / 0.95))
     px, py = balancing.project_onto_manifold(np.array([0.7]), np.array([1.5]), 0.95)
     assert lo - 1e-9 <= px[0] <= hi + 1e-9 and px[0] * py[0] == pytest.approx(1.0)
-    with pytest.raises(ValueError, match="eta"):
+    with pytest.raises(ValueError, match="lr"):
         balancing.damian_manifold_interval(0.0)
 
 
@@ -74,7 +74,7 @@ def test_candidate_manifold_indicator_def4():
     assert lam2[0] == pytest.approx(0, abs=1e-12) and gu[0] == pytest.approx(0, abs=1e-12)
     assert lam2[1] == pytest.approx(3 * 0.25 - 1) and gu[1] == pytest.approx(0, abs=1e-12)
     assert abs(gu[3]) > 0.1  # x = y = 0.9 > sqrt(1/2): the gradient lies along u_1
-    with pytest.raises(ValueError, match="eta"):
+    with pytest.raises(ValueError, match="lr"):
         balancing.candidate_manifold_indicator(1.0, 1.0, 0.0)
 
 
@@ -148,7 +148,7 @@ def test_empirical_batch_shapes_and_single():
     assert one["v"] == pytest.approx(out["v"][:, 1])
     with pytest.raises(ValueError, match="X"):
         balancing.run_single_neuron_empirical(np.zeros(5), 2.2, 10)
-    with pytest.raises(ValueError, match="eta"):
+    with pytest.raises(ValueError, match="lr"):
         balancing.run_single_neuron_empirical(Xb, -1.0, 10)
 
 

@@ -32,7 +32,7 @@ def test_teacher_is_a_minimum_and_flattest_k_is_interior():
 def test_teacher_student_run_records_and_stays_finite():
     X, y = bld.teacher_student_data(64, 16, seed=0)
     theta0, _ = bld.ts_init(16, 0)
-    out = bld.run_teacher_student(X, y, theta0, lr=0.5, epochs=5, sharp_every=5)
+    out = bld.run_teacher_student(X, y, theta0, lr=0.5, steps=5, sharp_every=5)
     assert out["ratios"].shape[1] == 16 and np.all(np.isfinite(out["loss"]))
     assert out["loss"][-1] <= out["loss"][0]
 
@@ -41,7 +41,7 @@ def test_mlp_eos_run_reports_cross_sections():
     g = torch.Generator().manual_seed(0)
     X = torch.randn(30, 5, generator=g, dtype=DT)
     y = (X[:, 0] > 0).to(DT)
-    out = bld.run_mlp_eos(X, y, depth=3, lr=0.1, epochs=4, width=6, cond_frac=0.0)
+    out = bld.run_mlp_eos(X, y, depth=3, lr=0.1, steps=4, width=6, cond_frac=0.0)
     for key in ("sharpness", "cos", "f2", "f3", "f4", "cond"):
         assert key in out
     ok = np.isfinite(out["cond"])
@@ -55,5 +55,5 @@ def test_eos_mask_and_bad_arguments():
     with pytest.raises(ValueError, match="lr"):
         bld.eos_mask([1.0], lr=0)
     X, y = bld.teacher_student_data(8, 16)
-    with pytest.raises(ValueError, match="epochs"):
-        bld.run_teacher_student(X, y, bld.ts_init(16)[0], lr=0.1, epochs=0)
+    with pytest.raises(ValueError, match="steps"):
+        bld.run_teacher_student(X, y, bld.ts_init(16)[0], lr=0.1, steps=0)

@@ -39,12 +39,12 @@ def test_batched_step_equals_unbatched():
     Y, Z = torch.randn(5, 3, 3, generator=g), torch.randn(5, 3, 3, generator=g)
     C = torch.randn(5, 3, 3, generator=g)
     C = C @ C.transpose(-1, -2)
-    eta = torch.tensor([0.01, 0.02, 0.03, 0.04, 0.05])
-    Yb, Zb = matrix_factorisation.mf_step(Y, Z, C, eta)
+    lr = torch.tensor([0.01, 0.02, 0.03, 0.04, 0.05])
+    Yb, Zb = matrix_factorisation.mf_step(Y, Z, C, lr)
     for b in range(5):
         R = Y[b] @ Z[b].T - C[b]
-        assert torch.allclose(Yb[b], Y[b] - eta[b] * R @ Z[b])
-        assert torch.allclose(Zb[b], Z[b] - eta[b] * R.T @ Y[b])
+        assert torch.allclose(Yb[b], Y[b] - lr[b] * R @ Z[b])
+        assert torch.allclose(Zb[b], Z[b] - lr[b] * R.T @ Y[b])
 
 
 def test_step_is_gradient_of_loss():
@@ -73,7 +73,7 @@ def test_mf_gd_bad_arguments():
     Y, Z = matrix_factorisation.generic_init(1, 2)
     with pytest.raises(ValueError, match="steps"):
         matrix_factorisation.mf_gd(Y, Z, torch.eye(2), 0.1, 0)
-    with pytest.raises(ValueError, match="eta"):
+    with pytest.raises(ValueError, match="lr"):
         matrix_factorisation.mf_gd(Y, Z, torch.eye(2), [0.1, 0.2], 10)
     with pytest.raises(ValueError, match="Y0"):
         matrix_factorisation.mf_gd(torch.zeros(2, 3), Z, torch.eye(2), 0.1, 10)
@@ -158,16 +158,16 @@ def test_ts_init_and_errors():
 
 
 def test_line_search_on_a_quadratic_and_condition_of_quartic():
-    lam, eta = 3.0, 0.5  # minimum along the step at c = 1 / (eta lam) = 2/3
+    lam, lr = 3.0, 0.5  # minimum along the step at c = 1 / (eta lam) = 2/3
     loss = lambda th: 0.5 * lam * (th**2).sum()
     theta = torch.tensor([1.0, -2.0])
     g = torch.func.grad(loss)(theta)
-    c, theta_t = beyond_low_dimension.line_search_minimum(loss, theta, g, eta)
+    c, theta_t = beyond_low_dimension.line_search_minimum(loss, theta, g, lr)
     assert c == pytest.approx(2 / 3, abs=1e-6)
     assert float(theta_t.abs().max()) < 1e-5
     # (x^2 - 1)^2 / 4 at x = 1: f'' = 2, f''' = 6, f'''' = 6 -> 3*36 - 12 = 96 (spec T1)
     assert one_dimensional.stable_oscillation_condition(2.0, 6.0, 6.0) == 96.0
-    with pytest.raises(ValueError, match="eta"):
+    with pytest.raises(ValueError, match="lr"):
         beyond_low_dimension.line_search_minimum(loss, theta, g, 0.0)
 
 
@@ -220,7 +220,7 @@ def test_mf_bifurcation_converges_below_the_line_and_oscillates_above():
 def test_mlp_eos_experiment_on_digits_returns_a_picklable_dict():
     import pickle
 
-    out = beyond_low_dimension.mlp_eos_experiment(depth=2, lr=0.5, epochs=3)
+    out = beyond_low_dimension.mlp_eos_experiment(depth=2, lr=0.5, steps=3)
     assert "loss_fn" not in out and len(out["loss"]) >= 2 and out["eos_threshold"] == pytest.approx(4.0)
     pickle.dumps(out)
 

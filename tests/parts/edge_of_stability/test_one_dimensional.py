@@ -28,10 +28,10 @@ def test_period2_orbit_paper_values_and_arrays():
     assert hi == pytest.approx([1.04603, math.sqrt(4 / 3)], abs=1e-5)
 
 
-@pytest.mark.parametrize("eta", [0.5, 1.0, 1.51, -1.0, float("nan")])
-def test_period2_orbit_rejects_eta_outside_range(eta):
-    with pytest.raises(ValueError, match="eta"):
-        one_dimensional.period2_orbit(1.0, eta)
+@pytest.mark.parametrize("lr", [0.5, 1.0, 1.51, -1.0, float("nan")])
+def test_period2_orbit_rejects_eta_outside_range(lr):
+    with pytest.raises(ValueError, match="lr"):
+        one_dimensional.period2_orbit(1.0, lr)
 
 
 def test_period2_orbit_rejects_bad_mu():
@@ -106,7 +106,7 @@ def test_two_cycle_learning_rate_side_and_stability():
     c = one_dimensional.two_cycle_learning_rate(q, 0.02)
     assert 1 < c["ratio"] < 1 / (1 - 0.02 * 3)  # Thm 1's interval (2/f'', 2/(f'' - eps f'''))
     assert c["stable"]
-    assert one_dimensional.two_step_gap(q, c["x0"], c["eta"]) == pytest.approx(0, abs=1e-12)
+    assert one_dimensional.two_step_gap(q, c["x0"], c["lr"]) == pytest.approx(0, abs=1e-12)
     bad = [fn for fn in one_dimensional.example_functions() if fn.name == "x^0.9"][0]
     cb = one_dimensional.two_cycle_learning_rate(bad, -0.02)
     assert cb["ratio"] < 1 and not cb["stable"]
@@ -116,16 +116,16 @@ def test_two_cycle_learning_rate_side_and_stability():
 
 def test_gd_iterate_many_matches_gd_map():
     funcs = [one_dimensional.quartic(1.0), one_dimensional.two_sin()]
-    etas = np.array([1.05, 1.01])
+    lrs = np.array([1.05, 1.01])
     x0 = np.array([0.7, -1.3])
-    tr = one_dimensional.gd_iterate_many(funcs, x0, etas, 5)
+    tr = one_dimensional.gd_iterate_many(funcs, x0, lrs, 5)
     for i, f in enumerate(funcs):
         x = np.array(x0[i])
         for _ in range(5):
-            x = one_dimensional.gd_map(f, etas[i])(x)
+            x = one_dimensional.gd_map(f, lrs[i])(x)
         assert tr[-1, i] == pytest.approx(float(x), rel=1e-12)
     with pytest.raises(ValueError, match="x0"):
-        one_dimensional.gd_iterate_many(funcs, np.zeros(3), etas, 5)
+        one_dimensional.gd_iterate_many(funcs, np.zeros(3), lrs, 5)
 
 
 @pytest.mark.parametrize("K", [1.01, 1.1, 1.3, 1.5])
@@ -140,7 +140,7 @@ def test_orbit_eos_ratios_straddle_one_on_the_eq4_orbit(K):
 
 def test_orbit_eos_ratios_bad_arguments():
     q = one_dimensional.quartic(1.0)
-    with pytest.raises(ValueError, match="eta"):
+    with pytest.raises(ValueError, match="lr"):
         one_dimensional.orbit_eos_ratios(q, -1.0, [1.0])
     with pytest.raises(ValueError, match="points"):
         one_dimensional.orbit_eos_ratios(q, 1.0, [float("nan")])

@@ -138,3 +138,11 @@ def test_fig75_transitions_are_at_the_thesis_setting():
     assert 0.55 < holds < 0.85
     with pytest.raises(ValueError, match="fail_share"):
         cot.fig75_transitions(maps, fail_share=1.5)
+
+
+def test_inference_refuses_a_weight_trained_with_other_sizes():
+    W = cot.hand_built_weight(20, 3)  # (43, 43): d = 20, against the default d = 30
+    for fn in (cot.cot_inference, cot.icl_inference):
+        with pytest.raises(ValueError, match=r"W must have shape \(63, 63\).*d=30"):
+            fn(W, n_queries=2)
+        assert fn(W, n_queries=2, d=20)["error"] >= 0
