@@ -186,6 +186,7 @@ CASES = [
     C(gcn_sampling.symmetric_spread, "problem:object p_star:array keeps:array draws:count seed:seed", GCN_PROBLEM,
       (0.7, 0.3), (0.9,), draws=2),
     C(group_imbalance.score_moments, "X:array y:array gmm:object", GI_X, GI_Y, GMM2),
+    C(group_imbalance.gamma_function, "W_star:array gmm:object", W2.numpy(), GMM2),
     C(group_imbalance.teacher_curvature, "W_star:array gmm:object n:count rng:object", W2.numpy(), GMM2, 50,
       np.random.default_rng(0)),
     C(group_imbalance.excess_risks, "W:array W_star:array gmm:object n_test:count rng:object", W2, W2, GMM2, 50,
