@@ -1,9 +1,10 @@
 """Group imbalance: a one-hidden-layer sigmoid network learning from a Gaussian mixture (Li's thesis, ch. 4, app. C).
 
 The data, teacher and model live in :mod:`lib.data.gmm` and :mod:`lib.models.one_hidden`. This module adds the
-thesis's auxiliary functions ρ (Def. C.2.2) and Γ (Def. C.2.3), its step size, the local initialisation of the experiments, the spread
-V_W of several GD runs and its contraction rate, the curvature of the expected risk at W*, excess risks per group,
-the permutation-invariant weight error, the GMM score functions and the tensor initialisation (Subroutine 1).
+thesis's auxiliary functions ρ (Def. C.2.2) and Γ (Def. C.2.3), its step size, the local initialisation of the
+experiments, the spread V_W of several GD runs and its contraction rate, the curvature of the expected risk at W*,
+excess risks per group, the permutation-invariant weight error, the GMM score functions and the tensor
+initialisation (Subroutine 1).
 """
 
 from __future__ import annotations
