@@ -178,7 +178,7 @@ CASES = [
       "n_steps:count generator:object", 2, n_examples=2, alpha=0.5, n_patterns=4, d=6, n_steps=2,
       generator=torch.Generator().manual_seed(0)),
     C(cot_multilayer.multilayer_cot_model, "d:count n_steps:count d_model:count n_layers:count n_heads:count "
-      "seed:seed", 6, 2, d_model=8, n_layers=1, n_heads=1),
+      "seed:seed positions:option max_len:count", 6, 2, d_model=8, n_layers=1, n_heads=1),
     C(gcn_sampling.two_group_problem, "sizes:array degrees:array d:count p:count k_out:count seed:seed", (10, 30),
       (4, 2), d=3, p=3),
     C(gcn_sampling.sampling_spread, "problem:object p_star:array keeps:array draws:count seed:seed", GCN_PROBLEM,
@@ -186,6 +186,7 @@ CASES = [
     C(gcn_sampling.symmetric_spread, "problem:object p_star:array keeps:array draws:count seed:seed", GCN_PROBLEM,
       (0.7, 0.3), (0.9,), draws=2),
     C(group_imbalance.score_moments, "X:array y:array gmm:object", GI_X, GI_Y, GMM2),
+    C(group_imbalance.gamma_function, "W_star:array gmm:object", W2.numpy(), GMM2),
     C(group_imbalance.teacher_curvature, "W_star:array gmm:object n:count rng:object", W2.numpy(), GMM2, 50,
       np.random.default_rng(0)),
     C(group_imbalance.excess_risks, "W:array W_star:array gmm:object n_test:count rng:object", W2, W2, GMM2, 50,

@@ -42,7 +42,8 @@ SPLIT = dict(n_chars=8, d=8, T=12, batch=4, alpha=0.5, steps=1, momentum=0.9, we
 CASES = [
     C(chain_of_thought.train_cot, "d:count n_patterns:count n_steps:count n_examples:count alpha:prob batch:count "
       "lr:pos steps:count init_std:nonneg seed:seed", steps=1, batch=2, n_examples=2),
-    C(cot_multilayer.train_multilayer_cot, "steps:count batch:count n_examples:count n_test:count d_model:count",
+    C(cot_multilayer.train_multilayer_cot, "steps:count batch:count n_examples:count n_test:count d_model:count "
+      "positions:option",
       steps=1, batch=2, n_examples=2, n_test=2, d_model=8, n_layers=1, n_heads=1),
     C(icl.train_icl, "configs:object m:count delta:prob lr:pos batch:count steps:count seed:seed", [ICL], m=4,
       steps=1, batch=2),

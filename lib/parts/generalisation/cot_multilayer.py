@@ -16,6 +16,7 @@ import torch
 from lib import curves
 from lib.config import (
     check_device,
+    check_in,
     check_int,
     check_positive,
     check_seed,
@@ -28,18 +29,43 @@ from lib.train import train
 __all__ = ["multilayer_cot_model", "train_multilayer_cot"]
 
 
+_POSITIONS = ("codes", "sinusoidal")
+
+
 def multilayer_cot_model(d: int, n_steps: int, *, d_model: int = 64, n_layers: int = 3, n_heads: int = 2,
-                         seed: int = 0) -> Transformer:
+                         seed: int = 0, positions: str = "codes", max_len: int = 512) -> Transformer:
     """The causal transformer of Fig 7.7: columns of ``2 d + K`` entries in, ``d`` out, strict causality (a
-    column never attends to itself, as in eq. 7.2).
+    column never attends to itself, as in eq. 7.2). ``positions="sinusoidal"`` (Fig F.1) adds the fixed sinusoidal
+    position of each of the first ``max_len`` places to the embedding.
     """
     check_seed("seed", seed)
     check_int("d", d, minimum=1)
     check_int("n_steps", n_steps, minimum=1)
+    check_in("positions", positions, _POSITIONS)
+    check_int("max_len", max_len, minimum=1)
     torch.manual_seed(seed)
+    sinusoidal = positions == "sinusoidal"
     cfg = TransformerConfig(d_in=2 * d + n_steps, d_model=d_model, n_layers=n_layers, n_heads=n_heads, rpe="none",
-                            causal="strict", ffn=True, layer_norm=True, d_out=d, bias=True)
-    return Transformer(cfg)
+                            causal="strict", ffn=True, layer_norm=True, d_out=d, bias=True, max_len=max_len,
+                            random_pos=sinusoidal)
+    model = Transformer(cfg)
+    if sinusoidal:  # the frozen position buffer holds the standard sinusoid instead of random draws
+        place = torch.arange(max_len, dtype=torch.float32)[:, None]
+        freq = torch.exp(-np.log(10000.0) * torch.arange(0, d_model, 2, dtype=torch.float32) / d_model)
+        table = torch.zeros(max_len, d_model)
+        table[:, 0::2] = torch.sin(place * freq)
+        table[:, 1::2] = torch.cos(place * freq)[:, : d_model // 2]
+        model.fixed_pos.copy_(table)
+    return model
+
+
+def _strip_codes(x: torch.Tensor, d: int, positions: str) -> torch.Tensor:
+    """The columns as the model reads them: with sinusoidal positions the step codes ``c_k`` are zeroed."""
+    if positions == "codes":
+        return x
+    x = x.clone()
+    x[..., 2 * d:] = 0.0
+    return x
 
 
 def _query_position(valid: torch.Tensor, n_context: int) -> torch.Tensor:
@@ -49,7 +75,7 @@ def _query_position(valid: torch.Tensor, n_context: int) -> torch.Tensor:
 def train_multilayer_cot(*, d: int = 30, n_patterns: int = 20, n_steps: int = 2, n_examples: int = 10,
                          alpha: float = 0.4, batch: int = 64, lr: float = 1e-3, steps: int = 1000,
                          checkpoints=(), n_test: int = 100, d_model: int = 64, n_layers: int = 3, n_heads: int = 2,
-                         seed: int = 0, device="cpu") -> dict:
+                         seed: int = 0, device="cpu", positions: str = "codes") -> dict:
     """Train the transformer of Fig 7.7 with Adam on CoT prompts and record the attention masses.
 
     Args:
@@ -59,6 +85,8 @@ def train_multilayer_cot(*, d: int = 30, n_patterns: int = 20, n_steps: int = 2,
         n_test: CoT test prompts (10 TSR patterns, ``alpha' = 0.8``, ``tau = 0.5``, ``rho = 0.8``, noise 0.2,
             ``l_ts = n_examples``).
         d_model, n_layers, n_heads: the architecture.
+        positions: ``"codes"`` (the thesis's step codes ``c_k`` in each column, Fig 7.7) or ``"sinusoidal"`` (codes
+            zeroed, standard sinusoidal positions added to the embeddings, Fig F.1).
         seed: seeds initialisation, training and test prompts.
         device: where to train (:func:`lib.config.check_device`); initialisation and prompts are drawn on the
             CPU from the same seeds and moved there; the masses are CPU NumPy arrays.
@@ -73,7 +101,8 @@ def train_multilayer_cot(*, d: int = 30, n_patterns: int = 20, n_steps: int = 2,
     check_positive("lr", lr)
     check_int("n_test", n_test, minimum=1)
     dev = check_device("device", device)
-    model = multilayer_cot_model(d, n_steps, d_model=d_model, n_layers=n_layers, n_heads=n_heads, seed=seed)
+    model = multilayer_cot_model(d, n_steps, d_model=d_model, n_layers=n_layers, n_heads=n_heads, seed=seed,
+                                 positions=positions, max_len=n_examples * n_steps + n_steps + 1)
     n_ctx = n_examples * n_steps
     tsr, idx, tokens, truth, _ = sample_test_prompts(n_test, n_examples, 0.8, 0.5, 0.8, "distractor", d,
                                                      n_patterns, 10, n_steps, 0.2, seed + 7)
@@ -88,12 +117,12 @@ def train_multilayer_cot(*, d: int = 30, n_patterns: int = 20, n_steps: int = 2,
 
     def loss_fn(m, b):
         pos = _query_position(b["valid"], n_ctx)
-        out = m(b["keys"])[torch.arange(b["keys"].shape[0], device=pos.device), pos]
+        out = m(_strip_codes(b["keys"], d, positions))[torch.arange(b["keys"].shape[0], device=pos.device), pos]
         return 0.5 * ((out - b["target"]) ** 2).sum(-1).mean()
 
     def record(m, step):
         if step in ckpts:
-            masses[step] = _masses(m, tokens, idx, truth, truth_tokens, n_steps)
+            masses[step] = _masses(m, tokens, idx, truth, truth_tokens, n_steps, d, positions)
         return {}
 
     res = train(model, loss_fn, lr=lr, steps=steps, optimizer="adam", batch_fn=batch_fn, record=record,
@@ -104,7 +133,7 @@ def train_multilayer_cot(*, d: int = 30, n_patterns: int = 20, n_steps: int = 2,
             "diverged": bool(res.diverged)}
 
 
-def _masses(model, tokens, idx, truth, truth_tokens, n_steps):
+def _masses(model, tokens, idx, truth, truth_tokens, n_steps, d, positions):
     """``(layers, heads, 4)`` mean attention masses of the query columns (steps averaged); the query block is
     built from the clean TSR tokens of the true chain."""
     n, n_ex = idx.shape[:2]
@@ -116,7 +145,7 @@ def _masses(model, tokens, idx, truth, truth_tokens, n_steps):
         qcols, _ = prompts.query_columns(truth_tokens, torch.full((n,), k), n_steps)
         pos = ctx.shape[1] + k - 1
         with torch.no_grad():
-            model(torch.cat([ctx, qcols], dim=1).to(next(model.parameters()).device))
+            model(_strip_codes(torch.cat([ctx, qcols], dim=1), d, positions).to(next(model.parameters()).device))
         key_in = torch.cat([ctx_in, truth[:, :k - 1]], dim=1)
         key_step = torch.cat([ctx_step, torch.arange(k - 1).expand(n, -1)], dim=1)
         same_p = (key_in == truth[:, k - 1:k]).numpy()[:, None]

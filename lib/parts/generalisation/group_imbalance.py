@@ -1,9 +1,10 @@
 """Group imbalance: a one-hidden-layer sigmoid network learning from a Gaussian mixture (Li's thesis, ch. 4, app. C).
 
 The data, teacher and model live in :mod:`lib.data.gmm` and :mod:`lib.models.one_hidden`. This module adds the
-thesis's auxiliary function ρ (Def. C.2.2), its step size, the local initialisation of the experiments, the spread
-V_W of several GD runs and its contraction rate, the curvature of the expected risk at W*, excess risks per group,
-the permutation-invariant weight error, the GMM score functions and the tensor initialisation (Subroutine 1).
+thesis's auxiliary functions ρ (Def. C.2.2) and Γ (Def. C.2.3), its step size, the local initialisation of the
+experiments, the spread V_W of several GD runs and its contraction rate, the curvature of the expected risk at W*,
+excess risks per group, the permutation-invariant weight error, the GMM score functions and the tensor
+initialisation (Subroutine 1).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from lib.models.one_hidden import cross_entropy_hessian, cross_entropy_risk, new
 
 __all__ = [
     "rho",
+    "gamma_function",
     "gmm_step_size",
     "local_initialization",
     "weight_spread",
@@ -79,6 +81,35 @@ def rho(u, sigma):
         t2 = (z**2 * (p - c[:, None]) ** 2 * dens).sum(1) + c**2 * (u**2 + 1 - ez2)
         out[k] = min(t1.min(), t2.min())
     return float(out[0]) if np.ndim(sigma) == 0 else out
+
+
+def gamma_function(W_star, gmm: GaussianMixture) -> float:
+    """The Γ-function of Def. C.2.3 (thesis eq. C.7) for teacher ``W_star`` (d, K) and mixture ``gmm``:
+
+    Γ(Ψ) = Σ_l λ_l / (τ^K κ² η) · ‖Σ_l⁻¹‖⁻¹ / σ_max² · ρ(W*ᵀ μ_l / (δ_K s_l), δ_K s_l),  s_l = ‖Σ_l⁻¹‖^(-1/2),
+
+    with δ_i the singular values of W* (largest first), κ = δ_1/δ_K, η = Π_i δ_i/δ_K, σ_max = max_l ‖Σ_l‖^(1/2),
+    σ_min = min_l ‖Σ_l⁻¹‖^(-1/2) and τ = σ_max/σ_min (Section 4.3). Lemma C.3.1 (C.83) bounds the smallest
+    eigenvalue of the risk's Hessian near W* below by Ω((1 - 2ε0) Γ(Ψ) σ_max² / K²).
+    """
+    W = check_array("W_star", W_star, ndim=2)
+    check_instance("gmm", gmm, GaussianMixture)
+    if W.shape[0] != gmm.dim or W.shape[1] < 2:
+        raise ValueError(f"W_star must have shape ({gmm.dim}, K) with K >= 2, got {W.shape}")
+    delta = np.linalg.svd(W, compute_uv=False)
+    if delta[-1] <= 0:
+        raise ValueError("W_star must have full column rank")
+    K = W.shape[1]
+    kappa, eta = delta[0] / delta[-1], float(np.prod(delta / delta[-1]))
+    eig = [np.linalg.eigvalsh(c) for c in gmm.covs]
+    s = np.sqrt([e[0] for e in eig])  # ‖Σ_l⁻¹‖^(-1/2), the smallest standard deviation of group l
+    sigma_max = np.sqrt(max(e[-1] for e in eig))
+    tau = sigma_max / s.min()
+    total = 0.0
+    for lam, mu, s_l in zip(gmm.lambdas, gmm.means, s):
+        scale = delta[-1] * s_l
+        total += lam / (tau**K * kappa**2 * eta) * s_l**2 / sigma_max**2 * rho(W.T @ mu / scale, scale)
+    return float(total)
 
 
 def gmm_step_size(gmm: GaussianMixture, c: float = 4.0) -> float:

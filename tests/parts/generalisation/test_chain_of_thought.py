@@ -146,3 +146,23 @@ def test_inference_refuses_a_weight_trained_with_other_sizes():
         with pytest.raises(ValueError, match=r"W must have shape \(63, 63\).*d=30"):
             fn(W, n_queries=2)
         assert fn(W, n_queries=2, d=20)["error"] >= 0
+
+
+def test_multilayer_sinusoidal_positions_replace_the_step_codes():
+    """Fig F.1's model: the frozen position buffer holds the standard sinusoid, and the step codes c_k of the
+    columns are zeroed before the model reads them (so only the sinusoid tells the steps apart)."""
+    import math
+
+    from lib.parts.generalisation import cot_multilayer
+
+    model = cot_multilayer.multilayer_cot_model(4, 2, d_model=8, n_layers=1, n_heads=1, positions="sinusoidal",
+                                                max_len=6)
+    pos = model.fixed_pos
+    assert torch.allclose(pos[3, 0], torch.tensor(math.sin(3.0)))
+    assert torch.allclose(pos[3, 1], torch.tensor(math.cos(3.0)))
+    assert torch.allclose(pos[5, 2], torch.tensor(math.sin(5.0 / 10000 ** (2 / 8))))
+    x = torch.randn(2, 6, 2 * 4 + 2)
+    stripped = cot_multilayer._strip_codes(x, 4, "sinusoidal")
+    assert torch.all(stripped[..., 8:] == 0) and torch.equal(stripped[..., :8], x[..., :8])
+    assert cot_multilayer._strip_codes(x, 4, "codes") is x
+    assert cot_multilayer.multilayer_cot_model(4, 2, d_model=8, n_layers=1, n_heads=1).fixed_pos is None

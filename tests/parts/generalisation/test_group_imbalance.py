@@ -199,3 +199,16 @@ def test_uniqueness_map_matches_its_cells():
         gi.uniqueness_map([0.5, 0.5], means, [[1.0, 1.0]], 2, [300], 2, 2, seed=5)
     with pytest.raises(ValueError, match="ns"):
         gi.uniqueness_map([0.5, 0.5], means, [[1.0, 1.0], [1.0, 1.0]], 2, [0], 2, 2, seed=5)
+
+
+def test_gamma_function_reduces_to_rho_for_one_standard_group():
+    """Def C.2.3 with one group N(0, I) and W* = I: tau = kappa = eta = 1, so Gamma = rho(0, 1); two equal
+    groups give the same value; the covariance enters through rho's second argument and the ratio of norms."""
+    one = gm.gaussian_mixture([1.0], np.zeros((1, 3)), [1.0])
+    two = gm.gaussian_mixture([0.5, 0.5], np.zeros((2, 3)), [1.0, 1.0])
+    assert gi.gamma_function(np.eye(3), one) == pytest.approx(gi.rho(np.zeros(3), 1.0), rel=1e-12)
+    assert gi.gamma_function(np.eye(3), two) == pytest.approx(gi.gamma_function(np.eye(3), one), rel=1e-12)
+    small = gm.gaussian_mixture([1.0], np.zeros((1, 3)), [0.04])
+    assert gi.gamma_function(np.eye(3), small) == pytest.approx(gi.rho(np.zeros(3), 0.2), rel=1e-12)
+    with pytest.raises(ValueError, match="W_star"):
+        gi.gamma_function(np.eye(2), one)
