@@ -9,7 +9,7 @@ otherwise.
 We run exact gradient descent on ``U`` (never the W-space map (D.2) directly, which can leave the cone of PSD
 matrices and blow up). With the step ``U <- U - (eta / 2) grad_U L`` the induced update of ``W`` equals (D.2) with
 step ``eta`` up to ``O(eta^2)``, so the time ``t = eta * k`` after ``k`` steps is the time of Eq. (4.3). The step
-``eta`` is the argument ``lr`` (and :attr:`SymmetricRun.lr`); ``eta`` still works, deprecated, for one release.
+``eta`` is the argument ``lr`` (and the field ``SymmetricRun.lr``); ``eta`` still works, deprecated, for one release.
 
 Contents:
 
@@ -126,7 +126,7 @@ class SymmetricRun:
 
     @property
     def eta(self) -> float:
-        """Deprecated alias of :attr:`lr` (kept for one release)."""
+        """Deprecated alias of the field ``lr`` (kept for one release)."""
         warnings.warn("SymmetricRun.eta is deprecated and will be removed in the next release; use "
                       "SymmetricRun.lr", DeprecationWarning, stacklevel=2)
         return self.lr
