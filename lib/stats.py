@@ -46,7 +46,12 @@ def frequency(flags, z: float = 1.96) -> Frequency:
     """Frequency of ``True`` in a 1-D boolean array (one entry per seed), with a Wilson interval."""
     if isinstance(flags, (str, bytes)) or flags is None:
         raise ValueError(f"flags must be an array of booleans, got {flags!r}")
-    flags = np.asarray(flags)
+    try:
+        flags = np.asarray(flags)
+    except (TypeError, ValueError):  # a ragged nested list
+        raise ValueError(f"flags must be a 1-D array of booleans, got {flags!r}") from None
+    if flags.dtype.kind not in "biuf":
+        raise ValueError(f"flags must be an array of booleans, got dtype {flags.dtype}")
     if flags.dtype.kind == "f" and not np.isin(flags[np.isfinite(flags)], (0.0, 1.0)).all() or (
             flags.dtype.kind == "f" and not np.isfinite(flags).all()):
         raise ValueError("flags must be booleans (or 0/1), found other values")

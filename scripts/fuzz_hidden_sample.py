@@ -1,0 +1,182 @@
+"""An independent check of ``tests/test_fuzz.py``: bad values the fuzz table does not use, on a random sample.
+
+With a fixed seed, draw a sample of the public functions that have a valid base call in the fuzz table, and for each
+one parameter at random (declared or inferred, as the fuzz test mutates them). Give that parameter values the table
+never tries: ``-0.0`` for a positive number, ``2**63`` for a seed, ``-(2**63)`` for a count, NumPy scalars of the wrong
+kind, ``True`` for an integer, a string that looks like a number, a nested or ragged list, one ``inf`` or one NaN
+entry in an otherwise valid array, an option in capitals, ... . Each call runs in a forked process with a time limit
+(a hang counts as a failure). Prints the share of invalid values and of wrong types that raise a ``ValueError``
+naming the argument (the goals: 95 % and 90 %), then every call that did not.
+
+    PYTHONPATH=$PWD python scripts/fuzz_hidden_sample.py [--n 60] [--seed 0] [--timeout 20] [--all]
+
+``--all`` takes every function instead of a sample (minutes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import multiprocessing as mp
+import random
+import re
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+NAN, INF = float("nan"), float("inf")
+RAGGED = [[1.0], [1.0, 2.0]]
+#: kind -> (invalid values, wrong types); "inf1"/"nan1": the base array with its first entry set to inf / NaN;
+#: "upper"/"space": a string option in capitals / with a trailing space.
+HIDDEN = {
+    "count": ([-(2**63), np.int64(-5)], [True, np.float64(3.0), "7", [[3]]]),
+    "countnone": ([-(2**63), np.int64(-5)], [True, np.float64(3.0), "7"]),
+    "seed": ([2**63, 2**32, -(2**63)], [True, np.float64(1.0), "0"]),
+    "pos": ([-0.0, -1e308, -INF, np.float32(NAN)], ["0.1", True, [[0.1]], np.array([0.1, 0.2])]),
+    "posnone": ([-0.0, -1e308, -INF, np.float32(NAN)], ["0.1", True, [[0.1]]]),
+    "posinf": ([-0.0, -1e308, -INF, np.float32(NAN)], ["0.1", True, [[0.1]]]),
+    "nonneg": ([-1e-300, -INF, np.float32(NAN)], ["0.5", True, [[0.5]]]),
+    "nonneginf": ([-1e-300, -INF, np.float32(NAN)], ["0.5", True, [[0.5]]]),
+    "real": ([-INF, np.float32(NAN), np.float64(INF)], ["1e3", True, [[1.0]]]),
+    "realnone": ([-INF, np.float32(NAN)], ["1e3", True, [[1.0]]]),
+    "prob": ([1.0 + 1e-9, -1e-300, 1e308, np.float32(NAN)], ["0.5", True, [[0.5]]]),
+    "probnone": ([1.0 + 1e-9, -1e-300, 1e308], ["0.5", True]),
+    "bool": ([], [1, 0, np.int64(1), "True", "false", [True]]),
+    "option": (["upper", "space", ""], [True, b"bytes", ["list"]]),
+    "option?": (["upper", "space", ""], [True, b"bytes"]),
+    "array": (["inf1", "nan1"], ["1.0", RAGGED, {"a": 1.0}]),
+    "array0": (["inf1", "nan1"], ["1.0", RAGGED]),
+    "arraynone": (["inf1", "nan1"], ["1.0", RAGGED]),
+    "array?": (["nan1"], ["1.0", RAGGED]),
+    "state": ([], ["1.0", RAGGED]),
+    "callable": ([], [3, "print", [len]]),
+    "object": ([], [1.5, True, []]),
+    "objectnone": ([], [1.5, True]),
+    "object?": ([], [1.5, True]),
+    "int?": ([-(2**63)], [True, np.float64(2.0), "2"]),
+    "float?": ([np.float32(NAN)], ["1.0", True, [[1.0]]]),
+}
+
+
+def _hidden(value, bad):
+    """The mutated argument: ``bad`` itself, or the base ``value`` changed as the marker says."""
+    import torch
+
+    if isinstance(bad, str) and bad in ("inf1", "nan1"):
+        fill = INF if bad == "inf1" else NAN
+        if torch.is_tensor(value):
+            arr = value.detach().clone()
+            arr = arr if arr.is_floating_point() else arr.double()
+        else:
+            arr = np.array(value, dtype=float)
+        if (arr.numel() if torch.is_tensor(arr) else arr.size) == 0:
+            return None
+        arr.reshape(-1)[0] = fill
+        return arr
+    if isinstance(bad, str) and bad in ("upper", "space"):
+        if not isinstance(value, str):
+            return None
+        out = value.upper() if bad == "upper" else value + " "
+        return None if out == value else out
+    return bad
+
+
+def _call(fn, args, kwargs, name, bad, conn):
+    """Child process: the mutated call; sends back "named" or what happened instead."""
+    import torch
+
+    torch.set_num_threads(1)
+    params = list(inspect.signature(fn).parameters)
+    args, kwargs = list(args), dict(kwargs)
+    pos = params.index(name)
+    if pos < len(args):
+        args[pos] = bad
+    else:
+        kwargs[name] = bad
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        try:
+            fn(*args, **kwargs)
+            out = "silent"
+        except ValueError as e:
+            out = "named" if re.search(rf"\b{re.escape(name)}\b", str(e)) else f"ValueError: {e}"
+        except BaseException as e:  # noqa: BLE001 - classify whatever comes out
+            out = f"{type(e).__name__}: {e}"
+    conn.send(out[:200])
+    conn.close()
+
+
+def run_one(fn, args, kwargs, name, bad, timeout: float) -> str:
+    ctx = mp.get_context("fork")
+    parent, child = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_call, args=(fn, args, kwargs, name, bad, child))
+    proc.start()
+    child.close()
+    out = parent.recv() if parent.poll(timeout) else f"hang (> {timeout:g} s)"
+    if proc.is_alive():
+        proc.kill()
+    proc.join()
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=60, help="functions in the sample")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--timeout", type=float, default=20.0, help="seconds per call")
+    ap.add_argument("--all", action="store_true", help="every function, every parameter")
+    opts = ap.parse_args(argv)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    import torch
+
+    torch.set_num_threads(1)
+    import test_fuzz
+
+    cases = {}
+    for case in test_fuzz.CASES:
+        fn, args, kwargs, kinds = case.values
+        cases.setdefault(f"{fn.__module__}.{fn.__qualname__}", (fn, args, kwargs, kinds))
+    keys = sorted(cases)
+    rng = random.Random(opts.seed)
+    picked = keys if opts.all else sorted(rng.sample(keys, min(opts.n, len(keys))))
+    rows = []
+    for key in picked:
+        fn, args, kwargs, kinds = cases[key]
+        params = inspect.signature(fn).parameters
+        kinds = {n: k for n, k in test_fuzz._with_flags(fn, args, kwargs, kinds).items()
+                 if any(HIDDEN.get(k, ((), ())))}
+        if not kinds:
+            continue
+        names = sorted(kinds) if opts.all else [rng.choice(sorted(kinds))]
+        for name in names:
+            pos = list(params).index(name)
+            base = args[pos] if pos < len(args) else kwargs.get(name, params[name].default)
+            invalid, wrong = HIDDEN[kinds[name]]
+            for category, values in (("invalid value", invalid), ("wrong type", wrong)):
+                for bad in values:
+                    value = _hidden(base, bad)
+                    if value is None:
+                        continue
+                    out = run_one(fn, args, kwargs, name, value, opts.timeout)
+                    rows.append((key[4:], name, kinds[name], category, value, out))
+    print(f"functions: {len(picked)} of {len(keys)} with a base call (seed {opts.seed}); calls: {len(rows)}")
+    ok = True
+    for category, bar in (("invalid value", 0.95), ("wrong type", 0.90)):
+        sel = [r for r in rows if r[3] == category]
+        named = sum(r[5] == "named" for r in sel)
+        share = named / max(len(sel), 1)
+        ok &= share >= bar
+        print(f"{category}: {named}/{len(sel)} = {share:.1%} named (goal {bar:.0%})")
+    hangs = [r for r in rows if r[5].startswith("hang")]
+    print(f"hangs: {len(hangs)}")
+    for key, name, kind, category, value, out in rows:
+        if out != "named":
+            text = repr(value) if not hasattr(value, "shape") else f"{type(value).__name__}{tuple(value.shape)}"
+            print(f"  {key}({name}={text[:40]}) [{kind}, {category}]: {out[:110]}")
+    return 0 if ok and not hangs else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
