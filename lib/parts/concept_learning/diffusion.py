@@ -78,6 +78,13 @@ class VPSchedule:
 
 def q_sample(schedule: VPSchedule, x: torch.Tensor, t: torch.Tensor, eps: torch.Tensor) -> torch.Tensor:
     """Forward process ``z_t = alpha_t x + sigma_t eps``; x, eps (B, ...), t (B,) -> (B, ...)."""
+    check_instance("schedule", schedule, VPSchedule)
+    for name, value in (("x", x), ("t", t), ("eps", eps)):
+        if not torch.is_tensor(value) or not value.is_floating_point():
+            raise ValueError(f"{name} must be a float tensor, got {type(value).__name__}")
+        check_array(name, value)
+    if ((t < 0) | (t > 1)).any():
+        raise ValueError("t must lie in [0, 1]")
     check_shape("t", t, (x.shape[0],))
     check_shape("eps", eps, tuple(x.shape))
     a, s = schedule.alpha_sigma(t.reshape(-1, *([1] * (x.dim() - 1))))
@@ -90,6 +97,10 @@ def diffusion_loss(eps_fn, schedule: VPSchedule, x: torch.Tensor, cond: torch.Te
 
     x, eps (B, C, S, S); t (B,); cond (B, cond_dim). ``eps_fn(z, t, cond)`` returns (B, C, S, S).
     """
+    check_callable("eps_fn", eps_fn)
+    if not torch.is_tensor(cond):
+        raise ValueError(f"cond must be a tensor, got {type(cond).__name__}")
+    check_array("cond", cond)
     z = q_sample(schedule, x, t, eps)
     return ((eps - eps_fn(z, t, cond)) ** 2).mean()
 
@@ -453,8 +464,8 @@ def merge_diffusion_runs(parts: list[dict]) -> dict:
 
 def concept_mse(coords, target=(1.0, 1.0)) -> np.ndarray:
     """Squared distance ``||C - target||^2`` of concept-space points ``coords`` (..., k) to ``target`` (k,)."""
-    coords = np.asarray(coords, float)
-    target = np.asarray(target, float)
+    coords = check_array("coords", coords)
+    target = check_array("target", target, ndim=1)
     if coords.shape[-1:] != target.shape:
         raise ValueError(f"coords must end with dimension {target.shape[0]}, got shape {coords.shape}")
     return ((coords - target) ** 2).sum(-1)

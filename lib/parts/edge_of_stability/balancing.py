@@ -229,14 +229,23 @@ def _h(alpha):
     return np.sin(alpha) + (np.pi - alpha) * np.cos(alpha)
 
 
+def _single_neuron_args(v, w, w_teacher):
+    """``(v, w, w_teacher)`` checked: a finite number and two finite 1-D arrays of the same length."""
+    check_finite("v", v)
+    w = check_array("w", w, ndim=1)
+    wt = check_array("w_teacher", w_teacher, ndim=1)
+    if w.shape != wt.shape:
+        raise ValueError(f"w and w_teacher must be 1-D of the same length, got {w.shape} and {wt.shape}")
+    return float(v), w, wt
+
+
 def single_neuron_population_loss(v, w, w_teacher):
     """Population loss ``E_x (v relu(w.x) - relu(w~.x))^2`` for ``x ~ Unif(S^{d-1})``.
 
     ``= (v^2 |w|^2 - (2/pi) v |w| |w~| (sin a + (pi - a) cos a) + |w~|^2) / (2d)`` with ``a = angle(w, w~)``
     (our integration; consistent with the paper's gradient in Sec. 5). ``w``: shape ``(d,)``.
     """
-    w = np.asarray(w, dtype=float)
-    wt = np.asarray(w_teacher, dtype=float)
+    v, w, wt = _single_neuron_args(v, w, w_teacher)
     d = w.size
     nw, nt = np.linalg.norm(w), np.linalg.norm(wt)
     a = np.arccos(np.clip(w @ wt / (nw * nt), -1, 1))
@@ -251,10 +260,7 @@ def single_neuron_population_grad(v, w, w_teacher):
     ``w~_perp``
     is the unit vector of ``w`` orthogonal to ``w~`` (zero when ``w`` is parallel to ``w~``).
     """
-    w = np.asarray(w, dtype=float)
-    wt = np.asarray(w_teacher, dtype=float)
-    if w.ndim != 1 or w.shape != wt.shape:
-        raise ValueError(f"w and w_teacher must be 1-D of the same length, got {w.shape} and {wt.shape}")
+    v, w, wt = _single_neuron_args(v, w, w_teacher)
     d = w.size
     nw, nt = np.linalg.norm(w), np.linalg.norm(wt)
     if nw == 0 or nt == 0:

@@ -130,8 +130,9 @@ def run_teacher_student(X, y, theta0, *, lr: float, epochs: int, decay_to: float
     loss = ts_loss(X, y)
     schedule = None
     total = epochs
-    if decay_to is not None and decay_epochs:
+    if decay_to is not None:
         check_positive("decay_to", decay_to)
+    if decay_to is not None and decay_epochs:
         schedule = piecewise([epochs], [1.0, decay_to / lr])
         total = epochs + decay_epochs
 
@@ -275,6 +276,8 @@ def teacher_student_experiment(*, m: int, lr: float, epochs: int, decay_to: floa
                                init_seed: int = 0) -> dict:
     """Fig 8 run from scratch (data on S^15 with ``data_seed``, Eq. 22 init with ``init_seed``); see
     :func:`run_teacher_student`. Returns its dict with ``theta`` as a NumPy array."""
+    check_seed("data_seed", data_seed)
+    check_seed("init_seed", init_seed)
     torch.set_num_threads(1)
     X, y = teacher_student_data(m, 16, data_seed)
     theta0, _ = ts_init(16, init_seed)

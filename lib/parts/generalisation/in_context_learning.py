@@ -409,6 +409,15 @@ def projection_norms(model: ShallowAttention, X: torch.Tensor, pattern: torch.Te
     Returns:
         ``(R, 4)`` numpy: mean norm of ``W_Q p_query``, its projection, mean norm of ``W_K p_i``, its projection.
     """
+    check_instance("model", model, ShallowAttention)
+    for name, value, ndim in (("X", X, 4), ("relevant", relevant, 2)):
+        if not torch.is_tensor(value):
+            raise ValueError(f"{name} must be a tensor, got {type(value).__name__}")
+        check_array(name, value, ndim=ndim)
+    if not torch.is_tensor(pattern) or pattern.is_floating_point() or pattern.dim() != 2 \
+            or pattern.shape != X.shape[1:3] or pattern.min() < 0 or pattern.max() >= relevant.shape[0]:
+        raise ValueError(f"pattern must be an integer tensor (B, l + 1) = {tuple(X.shape[1:3])} of indices into "
+                         f"relevant, got {pattern!r}")
     with torch.no_grad():
         u = relevant[pattern] / relevant.norm(dim=-1).mean()  # (B, l + 1, d_X)
         u = torch.cat([u, torch.zeros(u.shape[:-1] + (X.shape[-1] - u.shape[-1],))], -1)

@@ -240,6 +240,12 @@ def counting_table(graph: dict, length: int, split: str, n_train: int, models, s
     """
     from lib.graphs import generators
 
+    if not isinstance(graph, dict):
+        raise ValueError(f"graph must be a dict(kind=..., ...), got {graph!r}")
+    check_in("split", split, ("first", "parity"))
+    if isinstance(models, (str, bytes)) or not hasattr(models, "__iter__") or not all(
+            isinstance(row, (list, tuple)) and len(row) == 5 for row in models):
+        raise ValueError(f"models must be rows (name, multiple, width, lr, steps), got {models!r}")
     kind = graph.get("kind")
     check_in("graph['kind']", kind, ("random_regular", "barabasi_albert"))
     if kind == "random_regular":

@@ -257,9 +257,20 @@ def rhs_g4(p: float, g: float, alpha_star: float, L: int) -> tuple[float, float]
 
 
 # ------------------------------------------------------------------------------------------ stage II, induction head
+def _elementwise(x) -> np.ndarray:
+    """``x`` as a float array for :func:`psi` and :func:`phi`, which the flows call at every evaluation: a
+    string, None or a ragged list raises a ``ValueError`` naming ``x``; NaN (a diverged state) passes through."""
+    if isinstance(x, (str, bytes)) or x is None:
+        raise ValueError(f"x must be a number or an array of numbers, got {x!r}")
+    try:
+        return np.asarray(x, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"x must be a number or an array of numbers, got {type(x).__name__}") from None
+
+
 def psi(x):
     """``psi(x) = (1-x^2)^{-1/2}`` = E exp(x X Y) Z^2 for independent standard Gaussians (Lemma D.3)."""
-    x = np.asarray(x, dtype=float)
+    x = _elementwise(x)
     if np.any(np.abs(x) >= 1):
         raise ValueError("psi(x) needs |x| < 1 (Lemma D.3); here w^2 + w*^2 and 2 w^2 must stay below 1")
     return (1 - x**2) ** -0.5
@@ -267,7 +278,7 @@ def psi(x):
 
 def phi(x):
     """``phi(x) = psi'(x) = x (1-x^2)^{-3/2}`` (App. C.2)."""
-    x = np.asarray(x, dtype=float)
+    x = _elementwise(x)
     if np.any(np.abs(x) >= 1):
         raise ValueError("phi(x) needs |x| < 1")
     return x * (1 - x**2) ** -1.5

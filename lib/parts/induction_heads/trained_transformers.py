@@ -22,7 +22,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from lib.config import check_array, check_device, check_int, check_positive, check_range
+from lib.config import check_array, check_bool, check_device, check_int, check_positive, check_range
 from lib.curves import hitting_time
 from lib.data.tokens import repeat_prefix_tokens
 from lib.models.probes import induction_key_mask, prev_token_score
@@ -133,6 +133,9 @@ def train_induction(setting: dict, *, seed: int = 0, steps: int | None = None, s
         ``maps1``/``maps2`` ``(n, H, T, T)``; plus ``tokens`` ``(T,)`` of the held-out sequence shown, its prefix
         length ``S``, ``chance_loss = log V`` and ``diverged``.
     """
+    if not isinstance(setting, dict):
+        raise ValueError(f"setting must be a dict like STANDIN_QUICK, got {setting!r}")
+    check_bool("progress", progress)
     s = dict(STANDIN_QUICK, **setting)
     check_int("seed", seed, minimum=0)
     dev = check_device("device", device)

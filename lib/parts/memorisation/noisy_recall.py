@@ -77,7 +77,7 @@ def recall_model(n_chars: int, d: int, T: int, ffn=("mlp", "mlp"), seed: int = 0
     check_int("n_chars", n_chars, minimum=2)
     check_int("d", d, minimum=2)
     check_int("T", T, minimum=2)
-    if isinstance(ffn, str) or len(ffn) < 1:
+    if isinstance(ffn, str) or not isinstance(ffn, (list, tuple)) or len(ffn) < 1:
         raise ValueError(f"ffn must give one FFN kind per layer (F_1, F_2, ...), got {ffn!r}")
     cfg = TransformerConfig(
         vocab_size=n_chars + 1,
