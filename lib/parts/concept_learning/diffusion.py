@@ -227,7 +227,7 @@ def train_ensemble(models: list[torch.nn.Module], images: torch.Tensor, cond: to
     if data_range not in ("symmetric", "unit"):
         raise ValueError(f"data_range must be 'symmetric' or 'unit', got {data_range!r}")
     if fresh_noise_seed is not None:
-        check_int("fresh_noise_seed", fresh_noise_seed, minimum=0)
+        check_seed("fresh_noise_seed", fresh_noise_seed)
     check_positive("lr", lr)
     check_positive("weight_decay", weight_decay, allow_zero=True)
     check_seed("seed", seed)
@@ -495,7 +495,7 @@ def mse_rebound_bootstrap(concepts, *, n_boot: int = 500, window: int = 3, seed:
         raise ValueError(f"concepts must have shape (P >= 2, n >= 2, 2), got {c.shape}")
     check_int("n_boot", n_boot, minimum=2)
     check_int("window", window, minimum=1)
-    check_int("seed", seed, minimum=0)
+    check_seed("seed", seed)
 
     def bump(points):  # points (..., P, 2) -> (...)
         return distance_rebound(running_median(concept_mse(points), window=window))

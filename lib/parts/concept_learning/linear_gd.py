@@ -80,7 +80,7 @@ def init_deep_linear(
         sizes = _layer_sizes(d_in, d_out, depth, width)
     check_int("K", K, minimum=1)
     check_positive("init_scale", init_scale, allow_zero=True)
-    check_int("seed", seed, minimum=0)
+    check_seed("seed", seed)
     weights = [[] for _ in sizes[1:]]
     biases = [[] for _ in sizes[1:]]
     for k in range(K):
@@ -389,7 +389,7 @@ def sgd_mlp_batched(
     check_in("activation", activation, ("linear", "relu"))
     check_positive("lr", lr)
     check_int("steps", steps, minimum=0)
-    check_int("seed", seed, minimum=0)
+    check_seed("seed", seed)
     dev = check_device("device", device)
     if not weights:
         raise ValueError("weights must contain at least one layer")

@@ -145,6 +145,14 @@ def candidate_manifold_indicator(x, y, eta, mu: float = 1.0):
     ``(x^2 - y^2)(xy - mu) = 0``, so off the minima ``grad L . u_1 = 0`` holds only on the diagonal ``x = y``, and
     there exactly when ``(1, 1)`` is the second eigenvector (``x^2 < mu / 2``).
     """
+    try:
+        fits = np.broadcast_shapes(np.shape(x), np.shape(y), np.shape(mu)) == np.broadcast_shapes(np.shape(x),
+                                                                                                  np.shape(y))
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(f"mu must broadcast to the shape of x and y, got shapes {np.shape(mu)}, {np.shape(x)}, "
+                         f"{np.shape(y)}")
     lam1, gu = damian_indicator(x, y, eta, mu)
     lam2 = np.linalg.eigvalsh(hessian_xy(x, y, mu))[..., 0]
     return lam2, gu
@@ -159,7 +167,7 @@ def damian_manifold_interval(eta, mu: float = 1.0):
     this is Prop 6's ``x + y < sqrt(2 + 2/eta)``.
     """
     check_positive("eta", eta)
-    check_array("mu", mu, positive=True)
+    check_positive("mu", mu)
     c = 2.0 / eta  # x^2 + mu^2 / x^2 < c  <=>  s^2 - c s + mu^2 < 0 with s = x^2
     disc = c * c - 4 * mu * mu
     if disc <= 0:

@@ -65,7 +65,7 @@ def multiset_gap(rows1: np.ndarray, rows2: np.ndarray, decimals: int = 9) -> flo
     """Largest entry-wise difference between two multisets of feature rows (each ``(n, f)``), matched by sorting
     the rows after rounding to ``decimals``; ``inf`` when the sizes differ. 0 means no GA-MLP with these features
     separates the graphs."""
-    check_int("decimals", decimals)
+    check_int("decimals", decimals, minimum=-300, maximum=300)
     rows1 = np.atleast_2d(check_array("rows1", rows1))
     rows2 = np.atleast_2d(check_array("rows2", rows2))
     if rows1.shape != rows2.shape:
@@ -294,5 +294,7 @@ def draw_values(ax, G, pos, values, *, cmap="viridis", vmin=None, vmax=None, lab
 def wl_palette_colours(graphs: Sequence, rounds: int) -> list[np.ndarray]:
     """WL colours of ``graphs`` after ``rounds`` rounds, one shared palette (for drawing)."""
     check_instance("graphs", graphs, (list, tuple))
+    if not graphs:
+        raise ValueError("graphs must hold at least one graph")
     check_int("rounds", rounds, minimum=0)
     return wl.wl_colours(list(graphs), None, rounds)[rounds]

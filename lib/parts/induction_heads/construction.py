@@ -564,7 +564,7 @@ def gih2_width_sweep(P: POD, g, Ls, Ms, Ks, B: int = 64, rng: int = 31) -> dict:
     check_instance("P", P, POD)
     check_callable("g", g)
     check_int("B", B, minimum=1)
-    check_int("rng", rng, minimum=0)
+    check_seed("rng", rng)
     Ls, Ms, Ks = (check_int_array(name, v) for name, v in (("Ls", Ls), ("Ms", Ms), ("Ks", Ks)))
     for name, v, low in (("Ls", Ls, 4), ("Ms", Ms, 2), ("Ks", Ks, 1)):
         if v.size == 0 or v.min() < low:

@@ -115,7 +115,11 @@ def reparam_forward(X, params: dict, *, p1: float = float("inf"), softmax: str =
     """
     check_array("X", X)
     check_instance("params", params, dict)
-    if isinstance(p1, (str, bytes, bool)) or p1 is None or not float(p1) > 0:
+    try:
+        ok = not isinstance(p1, (str, bytes, bool)) and p1 is not None and float(p1) > 0
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
         raise ValueError(f"p1 must be a number > 0 (inf allowed), got {p1!r}")
     import torch
 

@@ -26,14 +26,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from lib.config import (
-    check_array,
-    check_device,
-    check_instance,
-    check_int,
-    check_range,
-    check_seed,
-)
+from lib.config import check_array, check_device, check_instance, check_int, check_range, check_seed
 from lib.models.laser import laser_rank, low_rank
 from lib.models.probes import induction_key_mask
 from lib.models.transformer import Transformer, TransformerConfig
@@ -244,7 +237,7 @@ def train_recall(
     """
     check_instance("setting", setting, dict)
     check_int("steps", steps, minimum=0)
-    check_int("seed", seed, minimum=0)
+    check_seed("seed", seed)
     dev = check_device("device", device)
     alpha = setting["alpha"] if alpha is None else alpha
     check_range("alpha", alpha, 0.0, 1.0)
