@@ -12,7 +12,7 @@ from lib import claims, widgets
 from lib.parts.concept_learning import diffusion, diffusion_variants, sim_one_layer
 from lib.parts.edge_of_stability import balancing
 from lib.parts.edge_of_stability import beyond_low_dimension as bld
-from lib.parts.generalisation import gcn_sampling, shallow_vits, vit_images
+from lib.parts.generalisation import chain_of_thought, gcn_sampling, shallow_vits, vit_images
 from lib.parts.generalisation import group_images as gim
 from lib.parts.generalisation import in_context_learning as icl
 from lib.parts.generalisation.settings import VIT
@@ -149,4 +149,18 @@ CASES += [
       "record_steps:array0 ranks:array", 1, 2, 8, 1, 3e-3, 0, [0, 1], [1]),
     C(language_models.probe, "model:object prompts:objectnone", LM),
     C(language_models.laser_sweep, "model:object ranks:array prompts:objectnone", LM, [1]),
+]
+CASES += [
+    C(diffusion.concept_diffusion_experiment, "deltas:array seeds:array image_size:count variant:option "
+      "n_per_class:count channels:array steps:count batch_size:count lr:pos weight_decay:nonneg n_checkpoints:count "
+      "first_checkpoint:count samples:count sample_steps:count classifier_steps:count noise_seed:seed "
+      "progress:objectnone threads:count data_range:option", deltas=(0.2, 0.7), seeds=(0,), n_per_class=4,
+      channels=(8, 8), steps=2, batch_size=2, n_checkpoints=2, first_checkpoint=1, samples=2, sample_steps=1,
+      classifier_steps=1),
+]
+
+COT = chain_of_thought.train_cot(steps=1, batch=2, n_examples=2)
+CASES += [
+    C(chain_of_thought.attention_dynamics, "Ws:array", COT["Ws"]),
+    C(chain_of_thought.error_curves, "W:array", COT["Ws"][-1], lengths=[2, 3]),
 ]

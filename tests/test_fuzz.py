@@ -688,10 +688,6 @@ paper_scale: code_files code_hash ledger load_result piece_status result_state r
 parts.concept_learning.deep_models: illusion_fraction
     # takes a SymmetricRun and the OOD losses of a long run: no case written yet
 parts.concept_learning.diffusion_variants: variant_runs  # trains diffusion models (minutes)
-parts.concept_learning.diffusion: concept_diffusion_experiment
-    # trains a classifier and a U-Net ensemble: 5 s even at toy sizes, too slow for the CI fuzz
-parts.generalisation.chain_of_thought: attention_dynamics error_curves
-    # train or evaluate a CoT run: no case written yet
 sweep: cached_call clean_orphans clear_cache sweep  # cache machinery, tested in test_sweep.py
 parts.edge_of_stability.matrix_factorisation: mf_loss mf_step
     # per-step kernels, guarded by their fuzzed caller (KERNEL_CALLERS)

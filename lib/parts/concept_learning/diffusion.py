@@ -34,11 +34,13 @@ from torch.func import functional_call, stack_module_state
 
 from lib.config import (
     check_array,
+    check_bool,
     check_callable,
     check_device,
     check_finite,
     check_instance,
     check_int,
+    check_int_array,
     check_positive,
     check_range,
     check_seed,
@@ -399,9 +401,15 @@ def concept_diffusion_experiment(deltas=(0.1, 0.8), seeds=(0,), image_size: int 
     from lib.models.unet import CondUNet, UNetConfig
     from lib.parts.concept_learning.shapes import HELD_OUT, TRAIN_CLASSES, circles_color_size, class_conditioning
 
-    deltas, seeds = tuple(float(d) for d in deltas), tuple(int(s) for s in seeds)
-    if not deltas or not seeds:
-        raise ValueError("deltas and seeds must be non-empty")
+    deltas = tuple(float(d) for d in check_array("deltas", deltas, ndim=1))
+    seeds = tuple(int(s) for s in check_int_array("seeds", seeds, minimum=0))
+    check_int_array("channels", channels, minimum=1)
+    for name, value in (("steps", steps), ("n_checkpoints", n_checkpoints), ("first_checkpoint", first_checkpoint),
+                        ("samples", samples), ("classifier_steps", classifier_steps)):
+        check_int(name, value, minimum=1)
+    check_seed("noise_seed", noise_seed)
+    if progress is not None:
+        check_bool("progress", progress)
     if data_range not in ("symmetric", "unit"):
         raise ValueError(f"data_range must be 'symmetric' or 'unit', got {data_range!r}")
     for name, value in (("zero_init", zero_init), ("residual_out", residual_out), ("fresh_noise", fresh_noise)):
