@@ -45,8 +45,7 @@ def seed_everything(seed: int = 0) -> np.random.Generator:
 
     Also asks torch for deterministic algorithms where it has them, so two runs give identical numbers.
     """
-    if not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    check_seed("seed", seed)
     random.seed(int(seed))
     np.random.seed(int(seed) % 2**32)
     try:

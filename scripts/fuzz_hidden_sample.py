@@ -73,6 +73,9 @@ BY_DESIGN = {
     ("parts.generalisation.shallow_vits.first_step_below", "curves"): "NaN marks a step not recorded",
     ("parts.generalisation.shallow_vits.r_squared", "x"): "NaN pairs are dropped, as documented",
     ("parts.generalisation.shallow_vits.r_squared", "y"): "NaN pairs are dropped, as documented",
+    ("curves.running_median", "curve"): "NaN entries are allowed (finite='some'): a curve with missing points",
+    ("parts.concept_learning.diffusion.learned_step", "values"): "NaN marks a checkpoint not read (finite='some')",
+    ("parts.edge_of_stability.matrix_factorisation.divergence_boundary", "finite"): "NaN marks a point not run",
     ("config.check_device", "value"): "a checker: its message names the caller's argument (its name parameter)",
 }
 #: Kinds of a single number: an array of valid values in their place is tried first; a parameter that takes it

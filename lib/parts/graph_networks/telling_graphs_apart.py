@@ -124,6 +124,8 @@ def prop22_keys(graphs: Sequence, alpha: int) -> list:
     node rows :math:`(d_i, \\sum_{j\\in\\mathcal N(i)} d_j^{-\\alpha})` (Eqs. A.9-A.10), exact (integer ``alpha``,
     sums scaled by :math:`\\mathrm{lcm}(1..n-1)^\\alpha`). Equal keys iff no such GA-MLP separates the graphs."""
     check_instance("graphs", graphs, (list, tuple))
+    if not graphs:
+        raise ValueError("graphs must hold at least one graph")
     check_int("alpha", alpha, minimum=0)
     keys = []
     for G in graphs:
