@@ -76,6 +76,10 @@ BY_DESIGN = {
     ("curves.running_median", "curve"): "NaN entries are allowed (finite='some'): a curve with missing points",
     ("parts.concept_learning.diffusion.learned_step", "values"): "NaN marks a checkpoint not read (finite='some')",
     ("parts.edge_of_stability.matrix_factorisation.divergence_boundary", "finite"): "NaN marks a point not run",
+    ("parts.induction_heads.trained_transformers.plateau_and_drop", "loss"): "NaN marks a step not recorded "
+                                                                             "(finite='some')",
+    ("plots.matrix_heatmap", "matrix"): "NaN marks a cell left blank (finite='some')",
+    ("success.success_map", "xs"): "setting values may hold NaN by design (finite='some')",
     ("config.check_device", "value"): "a checker: its message names the caller's argument (its name parameter)",
 }
 #: Kinds of a single number: an array of valid values in their place is tried first; a parameter that takes it

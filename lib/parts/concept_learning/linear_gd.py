@@ -119,6 +119,8 @@ def _record_steps(record_every, steps: int) -> np.ndarray:
         rec = np.arange(0, steps + 1, int(record_every))
     else:
         try:
+            if isinstance(record_every, (str, bytes)):
+                raise TypeError
             rec = np.asarray([float(s) for s in record_every])
         except (TypeError, ValueError):
             msg = f"record_every must be an int >= 1 or a collection of steps, got {record_every!r}"

@@ -96,11 +96,24 @@ def lemma2_certificate(x0, y0, eta, mu: float = 1.0) -> dict:
     return dict(lhs=lhs, p=p, certified=certified, m=m)
 
 
+def _check_mu_shape(x, y, mu) -> None:
+    """``mu`` (a number or an array) must broadcast to the shape of ``x`` and ``y`` without enlarging it."""
+    try:
+        xy = np.broadcast_shapes(np.shape(x), np.shape(y))
+        fits = np.broadcast_shapes(xy, np.shape(mu)) == xy
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(f"mu must broadcast to the shape of x and y, got shapes {np.shape(mu)}, {np.shape(x)}, "
+                         f"{np.shape(y)}")
+
+
 def hessian_xy(x, y, mu: float = 1.0) -> np.ndarray:
     """Hessian of ``(xy - mu)^2 / 2`` (Eq. 14), shape ``(*S, 2, 2)``."""
     check_array("x", x, finite=False)  # a map: diverged (inf/NaN) states pass through
     check_array("y", y, finite=False)  # a map: diverged (inf/NaN) states pass through
     check_array("mu", mu, positive=True)
+    _check_mu_shape(x, y, mu)
     x, y = np.broadcast_arrays(np.asarray(x, dtype=float), np.asarray(y, dtype=float))
     off = 2 * x * y - mu
     return np.stack([np.stack([y * y, off], -1), np.stack([off, x * x], -1)], -2)
@@ -125,6 +138,7 @@ def damian_indicator(x, y, eta, mu: float = 1.0):
     check_array("y", y, finite=False)  # a map: diverged (inf/NaN) states pass through
     check_array("eta", eta, positive=True)
     check_array("mu", mu, positive=True)
+    _check_mu_shape(x, y, mu)
     check_positive("eta", eta)
     H = hessian_xy(x, y, mu)
     w, V = np.linalg.eigh(H)
@@ -145,14 +159,7 @@ def candidate_manifold_indicator(x, y, eta, mu: float = 1.0):
     ``(x^2 - y^2)(xy - mu) = 0``, so off the minima ``grad L . u_1 = 0`` holds only on the diagonal ``x = y``, and
     there exactly when ``(1, 1)`` is the second eigenvector (``x^2 < mu / 2``).
     """
-    try:
-        fits = np.broadcast_shapes(np.shape(x), np.shape(y), np.shape(mu)) == np.broadcast_shapes(np.shape(x),
-                                                                                                  np.shape(y))
-    except ValueError:
-        fits = False
-    if not fits:
-        raise ValueError(f"mu must broadcast to the shape of x and y, got shapes {np.shape(mu)}, {np.shape(x)}, "
-                         f"{np.shape(y)}")
+    _check_mu_shape(x, y, mu)
     lam1, gu = damian_indicator(x, y, eta, mu)
     lam2 = np.linalg.eigvalsh(hessian_xy(x, y, mu))[..., 0]
     return lam2, gu

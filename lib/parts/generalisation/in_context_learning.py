@@ -101,7 +101,10 @@ def condition_632(tasks, m1: int) -> bool:
 
 def _check_tasks(tasks, m1) -> np.ndarray:
     check_int("m1", m1, minimum=2)
-    t = np.asarray(tasks)
+    try:
+        t = np.asarray(tasks)
+    except (TypeError, ValueError):  # a ragged nested list
+        raise ValueError(f"tasks must be a non-empty (n, 2) integer array, got {type(tasks).__name__}") from None
     if t.ndim != 2 or t.shape[1] != 2 or len(t) == 0 or not np.issubdtype(t.dtype, np.integer):
         raise ValueError(f"tasks must be a non-empty (n, 2) integer array, got shape {t.shape}")
     if t.min() < 0 or t.max() >= m1 or np.any(t[:, 0] == t[:, 1]):

@@ -151,6 +151,8 @@ def algorithm1_keys(graphs: Sequence) -> list:
     :math:`F(G)=\\{\\gamma_i\\}`. Isomorphic graphs get equal keys; Lemma A.5 says that almost all graphs get a key
     no non-isomorphic graph shares. Every graph needs :math:`r\\le n` (``n >= 10``)."""
     check_instance("graphs", graphs, (list, tuple))
+    if not graphs:
+        raise ValueError("graphs must hold at least one graph")
     keys = []
     for G in graphs:
         n = G.number_of_nodes()
