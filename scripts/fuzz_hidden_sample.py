@@ -80,6 +80,10 @@ BY_DESIGN = {
                                                                              "(finite='some')",
     ("plots.matrix_heatmap", "matrix"): "NaN marks a cell left blank (finite='some')",
     ("success.success_map", "xs"): "setting values may hold NaN by design (finite='some')",
+    ("parts.concept_learning.sim_one_layer.fit_exponential_rate", "residual"): "NaN marks a step not recorded "
+                                                                                "(finite='some')",
+    ("plots.attention_heatmap", "A"): "NaN marks a masked entry left blank (finite='some')",
+    ("plots.bifurcation_scatter", "points"): "NaN marks a diverged orbit point (finite='some')",
     ("config.check_device", "value"): "a checker: its message names the caller's argument (its name parameter)",
 }
 #: Kinds of a single number: an array of valid values in their place is tried first; a parameter that takes it

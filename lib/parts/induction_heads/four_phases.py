@@ -52,7 +52,10 @@ def prev_token_weights(L: int, p1: float):
     check_int("L", L, minimum=2)
     if isinstance(p1, (str, bytes, bool)) or p1 is None:
         raise ValueError(f"p1 must be a number >= 0 (or inf), got {p1!r}")
-    p1 = float(p1)
+    try:
+        p1 = float(p1)
+    except (TypeError, ValueError):
+        raise ValueError(f"p1 must be a number >= 0 (or inf), got {p1!r}") from None
     if np.isnan(p1) or p1 < 0:
         raise ValueError(f"p1 must be >= 0 (or inf), got {p1}")
     i = np.arange(L)[:, None]

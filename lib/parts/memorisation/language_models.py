@@ -95,6 +95,8 @@ def template_sentence(kind: str, rng: np.random.Generator, dog_fraction: float =
 def encode(words) -> torch.Tensor:
     """Token ids of a list of words, right-padded with ``<pad>`` (id 0) to ``SEQ_LEN``."""
     check_instance("words", words, (list, tuple))
+    if not words or any(w not in TOKEN for w in words):
+        raise ValueError(f"words must be a non-empty list of words of the vocabulary, got {words!r}")
     ids = [TOKEN[w] for w in words]
     if len(ids) > SEQ_LEN:
         raise ValueError(f"words must have at most {SEQ_LEN} entries, got {len(ids)}")
