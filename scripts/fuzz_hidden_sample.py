@@ -84,6 +84,10 @@ BY_DESIGN = {
                                                                                 "(finite='some')",
     ("plots.attention_heatmap", "A"): "NaN marks a masked entry left blank (finite='some')",
     ("plots.bifurcation_scatter", "points"): "NaN marks a diverged orbit point (finite='some')",
+    ("curves.count_peaks", "curve"): "non-finite entries end a curve (a diverged run), as documented",
+    ("parts.edge_of_stability.beyond_low_dimension.eos_mask", "sharpness"): "NaN marks a diverged run, as documented",
+    ("parts.graph_networks.telling_graphs_apart.draw_values", "values"): "NaN marks a node drawn without a value "
+                                                                         "(finite='some')",
     ("config.check_device", "value"): "a checker: its message names the caller's argument (its name parameter)",
 }
 #: Kinds of a single number: an array of valid values in their place is tried first; a parameter that takes it

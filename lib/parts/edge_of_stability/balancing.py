@@ -159,6 +159,8 @@ def candidate_manifold_indicator(x, y, eta, mu: float = 1.0):
     ``(x^2 - y^2)(xy - mu) = 0``, so off the minima ``grad L . u_1 = 0`` holds only on the diagonal ``x = y``, and
     there exactly when ``(1, 1)`` is the second eigenvector (``x^2 < mu / 2``).
     """
+    check_array("x", x, finite=False)  # a map: diverged (inf/NaN) states pass through
+    check_array("y", y, finite=False)
     _check_mu_shape(x, y, mu)
     lam1, gu = damian_indicator(x, y, eta, mu)
     lam2 = np.linalg.eigvalsh(hessian_xy(x, y, mu))[..., 0]
