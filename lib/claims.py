@@ -141,6 +141,7 @@ def exponent_status(fit, predicted: float, *, competing=None) -> tuple[str, str,
     for name in ("exponent", "lo", "hi", "level"):
         if not hasattr(fit, name):
             raise ValueError(f"fit must be a fitted exponent (lib.stats.power_law_exponent), got {fit!r}")
+    check_finite("predicted", predicted)
     predicted, competing = _competing(predicted, competing)
     gap = min(abs(c - predicted) for c in competing)
     rule = exponent_rule(predicted, competing=competing, level=fit.level)

@@ -48,8 +48,7 @@ def seed_everything(seed: int = 0) -> np.random.Generator:
 
     Also asks torch for deterministic algorithms where it has them, so two runs give identical numbers.
     """
-    if not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    check_seed("seed", seed)
     random.seed(int(seed))
     np.random.seed(int(seed) % 2**32)
     try:
@@ -158,7 +157,16 @@ def check_range(name: str, value, lo=None, hi=None, *, lo_open: bool = False, hi
 def check_in(name: str, value, allowed: Iterable) -> None:
     """Raise ``ValueError`` unless ``value`` is one of ``allowed``."""
     allowed = tuple(allowed)
-    if value not in allowed:
+    try:
+        found = value in allowed
+    except (TypeError, ValueError, RuntimeError):  # an array compared with the options has no single truth value
+        found = False
+    # True == 1 and 1.0 == 1 in Python: a flag or a float is not an integer option (nor an int a flag option)
+    if found and not isinstance(value, str):
+        found = any(value == a and isinstance(value, (bool, np.bool_)) == isinstance(a, (bool, np.bool_))
+                    and isinstance(value, (float, np.floating)) == isinstance(a, (float, np.floating))
+                    for a in allowed if not isinstance(a, str))
+    if not found:
         raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
 
 

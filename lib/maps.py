@@ -13,7 +13,16 @@ from collections.abc import Callable
 import numpy as np
 
 from lib._optim import GROWTH_WINDOW
-from lib.config import check_array, check_callable, check_finite, check_instance, check_int, check_positive, check_range
+from lib.config import (
+    check_array,
+    check_callable,
+    check_finite,
+    check_instance,
+    check_int,
+    check_positive,
+    check_range,
+    check_seed,
+)
 
 
 def iterate_map(F: Callable, x0, steps: int, *, keep: int | None = None, bound: float = 1e12):
@@ -187,7 +196,7 @@ def lyapunov_exponent(F: Callable, x0, steps: int, *, transient: int = 0, seed: 
     check_callable("F", F)
     check_int("steps", steps, minimum=1)
     check_int("transient", transient, minimum=0)
-    check_int("seed", seed, minimum=0)
+    check_seed("seed", seed)
     x = torch.as_tensor(check_array("x0", x0, finite=False) if not isinstance(x0, torch.Tensor) else x0,
                         dtype=torch.float64)
     if x.ndim < 1 or x.shape[0] < 1:
@@ -228,7 +237,10 @@ def bifurcation_diagram(F_param: Callable, params, x0, transient: int = 2000, ke
         raise ValueError("params must be a non-empty 1-D array")
     check_int("transient", transient, minimum=0)
     check_int("keep", keep, minimum=1)
-    x_start = np.broadcast_to(np.asarray(x0, dtype=float), params.shape).copy()
+    try:
+        x_start = np.broadcast_to(np.asarray(x0, dtype=float), params.shape).copy()
+    except ValueError:
+        raise ValueError(f"x0 must broadcast to params' shape {params.shape}, got shape {np.shape(x0)}") from None
     traj = iterate_map(lambda x: F_param(x, params), x_start, transient + keep, keep=keep)
     return np.broadcast_to(params, traj.shape).ravel(), traj.ravel()
 

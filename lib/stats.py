@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lib.config import check_array, check_int, check_positive, check_range
+from lib.config import check_array, check_int, check_positive, check_range, check_seed
 
 
 def wilson_interval(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -46,7 +46,12 @@ def frequency(flags, z: float = 1.96) -> Frequency:
     """Frequency of ``True`` in a 1-D boolean array (one entry per seed), with a Wilson interval."""
     if isinstance(flags, (str, bytes)) or flags is None:
         raise ValueError(f"flags must be an array of booleans, got {flags!r}")
-    flags = np.asarray(flags)
+    try:
+        flags = np.asarray(flags)
+    except (TypeError, ValueError):  # a ragged nested list
+        raise ValueError(f"flags must be a 1-D array of booleans, got {flags!r}") from None
+    if flags.dtype.kind not in "biuf":
+        raise ValueError(f"flags must be an array of booleans, got dtype {flags.dtype}")
     if flags.dtype.kind == "f" and not np.isin(flags[np.isfinite(flags)], (0.0, 1.0)).all() or (
             flags.dtype.kind == "f" and not np.isfinite(flags).all()):
         raise ValueError("flags must be booleans (or 0/1), found other values")
@@ -128,7 +133,7 @@ def bootstrap_paired_mean(samples, statistic: Callable[[np.ndarray], np.ndarray]
     if not callable(statistic):
         raise ValueError("statistic must be callable")
     check_int("n_boot", n_boot, minimum=2)
-    check_int("seed", seed, minimum=0)
+    check_seed("seed", seed)
     observed = float(statistic(s.mean(axis=1)))
     idx = np.random.default_rng(seed).integers(0, s.shape[1], size=(n_boot, s.shape[1]))
     boot = np.asarray(statistic(np.moveaxis(s[:, idx].mean(axis=2), 1, 0)))  # (n_boot, P, ...) -> (n_boot,)
@@ -187,7 +192,7 @@ def power_law_exponent(x, y, *, n_boot: int = 1000, seed: int = 0, level: float 
     lx = np.log(check_array("x", x, ndim=1, positive=True))
     yv = check_array("y", y, ndim=(1, 2), positive=True)
     check_int("n_boot", n_boot, minimum=100)
-    check_int("seed", seed, minimum=0)
+    check_seed("seed", seed)
     check_range("level", level, 0.5, 1.0, hi_open=True)
     if yv.ndim not in (1, 2) or yv.shape[0] != lx.size:
         raise ValueError(f"y must have shape ({lx.size},) or ({lx.size}, seeds), got {yv.shape}")

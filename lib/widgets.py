@@ -234,8 +234,35 @@ class SliderFigure:
     """A figure driven by sliders; display it as the last expression of a cell (see :func:`slider_figure`)."""
 
     def __init__(self, plot_fn, sliders, static, initial, dpi, caption, max_frames, labels=None, line_points=5):
+        if not callable(plot_fn):
+            raise ValueError("plot_fn must be callable")
+        if not isinstance(sliders, dict) or not sliders:
+            raise ValueError("sliders must be a non-empty dict name -> sequence of values")
+        clean = {}
+        for name, values in sliders.items():
+            values = list(values)
+            if not values:
+                raise ValueError(f"sliders[{name!r}] must hold at least one value")
+            clean[name] = values
+        if static is not None:
+            unknown = set(static) - set(clean)
+            if unknown:
+                raise ValueError(f"static names {sorted(unknown)} are not among sliders {sorted(clean)}")
+        check_int("max_frames", max_frames, minimum=1, maximum=400)
+        check_int("dpi", dpi, minimum=20, maximum=300)
+        check_int("line_points", line_points, minimum=2, maximum=50)
+        if not isinstance(caption, str):
+            raise ValueError(f"caption must be a string, got {caption!r}")
+        if labels is not None:
+            if not isinstance(labels, dict) or not all(isinstance(v, str) and v.strip() for v in labels.values()):
+                raise ValueError("labels must be a dict name -> non-empty string")
+            unknown = set(labels) - set(clean)
+            if unknown:
+                raise ValueError(f"labels names {sorted(unknown)} are not among sliders {sorted(clean)}")
+        if not isinstance(initial, dict):
+            raise ValueError(f"initial must be a dict name -> value, got {initial!r}")
         self.plot_fn = plot_fn
-        self.sliders = sliders
+        self.sliders = sliders = clean
         self.initial = initial
         self.dpi = dpi
         self.caption = caption
@@ -313,33 +340,9 @@ def slider_figure(
             (default 5 in quick mode, 9 in full mode): the values off the grid are drawn with the other
             sliders at their starting values, one frame each.
     """
-    if not callable(plot_fn):
-        raise ValueError("plot_fn must be callable")
-    if not isinstance(sliders, dict) or not sliders:
-        raise ValueError("sliders must be a non-empty dict name -> sequence of values")
-    clean = {}
-    for name, values in sliders.items():
-        values = list(values)
-        if not values:
-            raise ValueError(f"sliders[{name!r}] must hold at least one value")
-        clean[name] = values
-    if static is not None:
-        unknown = set(static) - set(clean)
-        if unknown:
-            raise ValueError(f"static names {sorted(unknown)} are not among sliders {sorted(clean)}")
     if max_frames is None:
         max_frames = pick(quick=16, full=60)
-    check_int("max_frames", max_frames, minimum=1, maximum=400)
-    check_int("dpi", dpi, minimum=20, maximum=300)
     if line_points is None:
         line_points = pick(quick=5, full=9)
-    check_int("line_points", line_points, minimum=2, maximum=50)
-    if not isinstance(caption, str):
-        raise ValueError(f"caption must be a string, got {caption!r}")
-    if labels is not None:
-        if not isinstance(labels, dict) or not all(isinstance(v, str) and v.strip() for v in labels.values()):
-            raise ValueError("labels must be a dict name -> non-empty string")
-        unknown = set(labels) - set(clean)
-        if unknown:
-            raise ValueError(f"labels names {sorted(unknown)} are not among sliders {sorted(clean)}")
-    return SliderFigure(plot_fn, clean, static, dict(initial or {}), dpi, caption, max_frames, labels, line_points)
+    return SliderFigure(plot_fn, sliders, static, dict(initial or {}), dpi, caption, max_frames, labels,
+                        line_points)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lib.config import check_int
+from lib.config import check_int, check_seed
 
 
 def sample_sphere(m: int, d: int, seed: int | np.random.Generator = 0, *, dtype=np.float64) -> np.ndarray:
@@ -20,7 +20,7 @@ def sample_sphere(m: int, d: int, seed: int | np.random.Generator = 0, *, dtype=
     check_int("m", m, minimum=1)
     check_int("d", d, minimum=1)
     if not isinstance(seed, np.random.Generator):
-        check_int("seed", seed, minimum=0)
+        check_seed("seed", seed)
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     x = rng.standard_normal((m, d))
     x /= np.linalg.norm(x, axis=1, keepdims=True)

@@ -82,7 +82,7 @@ def gnp_graphs(n: int, p: float, count: int, seed: int = 0) -> list[nx.Graph]:
     check_int("n", n, minimum=1)
     check_range("p", p, 0.0, 1.0)
     check_int("count", count, minimum=0)
-    check_int("seed", seed, minimum=0)
+    check_seed("seed", seed)
     seeds = np.random.SeedSequence(seed).generate_state(count) if count else []
     return [nx.gnp_random_graph(n, p, seed=int(s)) for s in seeds]
 
@@ -102,7 +102,7 @@ def barabasi_albert(n: int, m: int, seed: int = 0) -> nx.Graph:
     ``seed`` (``networkx.barabasi_albert_graph``)."""
     check_int("m", m, minimum=1)
     check_int("n", n, minimum=m + 1)
-    check_int("seed", seed, minimum=0)
+    check_seed("seed", seed)
     return nx.barabasi_albert_graph(n, m, seed=seed)
 
 
@@ -112,7 +112,7 @@ def powerlaw_cluster(n: int, m: int, p: float, seed: int = 0) -> nx.Graph:
     check_int("m", m, minimum=1)
     check_int("n", n, minimum=m + 1)
     check_range("p", p, 0.0, 1.0)
-    check_int("seed", seed, minimum=0)
+    check_seed("seed", seed)
     return nx.powerlaw_cluster_graph(n, m, p, seed=seed)
 
 
@@ -121,7 +121,7 @@ def erdos_renyi_mean_degree(n: int, mean_degree: float, seed: int = 0) -> nx.Gra
     ``seed``."""
     check_int("n", n, minimum=2)
     check_range("mean_degree", mean_degree, 0.0, n - 1)
-    check_int("seed", seed, minimum=0)
+    check_seed("seed", seed)
     return nx.gnp_random_graph(n, mean_degree / (n - 1), seed=seed)
 
 
@@ -160,7 +160,7 @@ def tree_labellings(m: int, depth: int, *, count: int | None = None, seed: int =
         r = np.arange(2**n, dtype=np.int64)
         return (r[:, None] >> np.arange(n, dtype=np.int64)[None, :]) & 1
     check_int("count", count, minimum=0)
-    check_int("seed", seed, minimum=0)
+    check_seed("seed", seed)
     return np.random.default_rng(seed).integers(0, 2, size=(count, n), dtype=np.int64)
 
 
@@ -203,7 +203,7 @@ def binary_sbm_edges(n: int, a: float, b: float, count: int, seed: int = 0) -> t
     check_range("a", a, 0.0, float(n))
     check_range("b", b, 0.0, float(n))
     check_int("count", count, minimum=0)
-    check_int("seed", seed, minimum=0)
+    check_seed("seed", seed)
     rng = np.random.default_rng(seed)
     iu, ju = _sbm_pairs(n)
     base = np.repeat([0, 1], [n // 2, n - n // 2]).astype(np.int64)

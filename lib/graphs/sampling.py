@@ -18,7 +18,7 @@ import networkx as nx
 import numpy as np
 import torch
 
-from ..config import check_array, check_in, check_int, check_range
+from ..config import check_array, check_in, check_int, check_range, check_seed
 from .operators import augmented_adjacency
 
 __all__ = [
@@ -59,7 +59,7 @@ def degree_group_graph(sizes, degrees, seed: int = 0):
         check_int("sizes", s, minimum=1)
     for d in degrees:
         check_int("degrees", d, minimum=0)
-    check_int("seed", seed, minimum=0)
+    check_seed("seed", seed)
     groups = np.repeat(np.arange(len(sizes)), sizes).astype(np.int64)
     n = len(groups)
     for d in degrees:

@@ -34,7 +34,10 @@ def node_features(G, X=None) -> list[tuple]:
     n = _check_graph("G", G)
     if X is None:
         return [(1,)] * n
-    X = np.asarray(X)
+    try:
+        X = np.asarray(X)
+    except (TypeError, ValueError):  # a ragged nested list
+        raise ValueError(f"X must be an array of integers, got {type(X).__name__}") from None
     if X.ndim != 2 or X.shape[0] != n:
         raise ValueError(f"X must have shape (n, f) = ({n}, f), got {X.shape}")
     if not (np.issubdtype(X.dtype, np.integer) or X.dtype == object):
@@ -143,7 +146,10 @@ def wl_colours_batch(G, labels, rounds: int = 3) -> list[np.ndarray]:
     """
     n = _check_graph("G", G)
     check_int("rounds", rounds, minimum=0)
-    labels = np.asarray(labels)
+    try:
+        labels = np.asarray(labels)
+    except (TypeError, ValueError):  # a ragged nested list
+        raise ValueError(f"labels must be an array of integers, got {type(labels).__name__}") from None
     if labels.ndim != 2 or labels.shape[1] != n or not np.issubdtype(labels.dtype, np.integer):
         raise ValueError(f"labels must be an integer array of shape (N, {n}), got {labels.dtype} {labels.shape}")
     N = labels.shape[0]

@@ -47,7 +47,7 @@ def tiny_gpt_neox(
         ("n_heads", n_heads, 1),
         ("max_len", max_len, 1),
     ):
-        if not isinstance(value, int) or value < low:
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
     if d_model % n_heads:
         raise ValueError(f"d_model must be divisible by n_heads, got {d_model} and {n_heads}")

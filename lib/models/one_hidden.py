@@ -139,6 +139,13 @@ def gd_one_hidden(
     check_int("record_every", record_every, minimum=1)
     check_positive("divergence_bound", divergence_bound)
     lr_t = torch.as_tensor(check_array("lr", lr, positive=True), dtype=W0.dtype)
+    try:
+        fits = torch.broadcast_shapes(lr_t.shape, W0.shape[:-2]) == W0.shape[:-2]
+    except RuntimeError:
+        fits = False
+    if not fits:
+        raise ValueError(f"lr must be a number or broadcast against W0[..., 0, 0] of shape {tuple(W0.shape[:-2])}, "
+                         f"got shape {tuple(lr_t.shape)}")
     lr_t = lr_t[..., None, None] if lr_t.ndim else lr_t
     W = W0.clone()
     batch = W.shape[:-2]

@@ -34,11 +34,13 @@ from torch.func import functional_call, stack_module_state
 
 from lib.config import (
     check_array,
+    check_bool,
     check_callable,
     check_device,
     check_finite,
     check_instance,
     check_int,
+    check_int_array,
     check_positive,
     check_range,
     check_seed,
@@ -78,6 +80,13 @@ class VPSchedule:
 
 def q_sample(schedule: VPSchedule, x: torch.Tensor, t: torch.Tensor, eps: torch.Tensor) -> torch.Tensor:
     """Forward process ``z_t = alpha_t x + sigma_t eps``; x, eps (B, ...), t (B,) -> (B, ...)."""
+    check_instance("schedule", schedule, VPSchedule)
+    for name, value in (("x", x), ("t", t), ("eps", eps)):
+        if not torch.is_tensor(value) or not value.is_floating_point():
+            raise ValueError(f"{name} must be a float tensor, got {type(value).__name__}")
+        check_array(name, value)
+    if ((t < 0) | (t > 1)).any():
+        raise ValueError("t must lie in [0, 1]")
     check_shape("t", t, (x.shape[0],))
     check_shape("eps", eps, tuple(x.shape))
     a, s = schedule.alpha_sigma(t.reshape(-1, *([1] * (x.dim() - 1))))
@@ -90,6 +99,10 @@ def diffusion_loss(eps_fn, schedule: VPSchedule, x: torch.Tensor, cond: torch.Te
 
     x, eps (B, C, S, S); t (B,); cond (B, cond_dim). ``eps_fn(z, t, cond)`` returns (B, C, S, S).
     """
+    check_callable("eps_fn", eps_fn)
+    if not torch.is_tensor(cond):
+        raise ValueError(f"cond must be a tensor, got {type(cond).__name__}")
+    check_array("cond", cond)
     z = q_sample(schedule, x, t, eps)
     return ((eps - eps_fn(z, t, cond)) ** 2).mean()
 
@@ -220,7 +233,7 @@ def train_ensemble(models: list[torch.nn.Module], images: torch.Tensor, cond: to
     if data_range not in ("symmetric", "unit"):
         raise ValueError(f"data_range must be 'symmetric' or 'unit', got {data_range!r}")
     if fresh_noise_seed is not None:
-        check_int("fresh_noise_seed", fresh_noise_seed, minimum=0)
+        check_seed("fresh_noise_seed", fresh_noise_seed)
     check_positive("lr", lr)
     check_positive("weight_decay", weight_decay, allow_zero=True)
     check_seed("seed", seed)
@@ -395,9 +408,15 @@ def concept_diffusion_experiment(deltas=(0.1, 0.8), seeds=(0,), image_size: int 
     from lib.models.unet import CondUNet, UNetConfig
     from lib.parts.concept_learning.shapes import HELD_OUT, TRAIN_CLASSES, circles_color_size, class_conditioning
 
-    deltas, seeds = tuple(float(d) for d in deltas), tuple(int(s) for s in seeds)
-    if not deltas or not seeds:
-        raise ValueError("deltas and seeds must be non-empty")
+    deltas = tuple(float(d) for d in check_array("deltas", deltas, ndim=1))
+    seeds = tuple(int(s) for s in check_int_array("seeds", seeds, minimum=0))
+    check_int_array("channels", channels, minimum=1)
+    for name, value in (("steps", steps), ("n_checkpoints", n_checkpoints), ("first_checkpoint", first_checkpoint),
+                        ("samples", samples), ("classifier_steps", classifier_steps)):
+        check_int(name, value, minimum=1)
+    check_seed("noise_seed", noise_seed)
+    if progress is not None:
+        check_bool("progress", progress)
     if data_range not in ("symmetric", "unit"):
         raise ValueError(f"data_range must be 'symmetric' or 'unit', got {data_range!r}")
     for name, value in (("zero_init", zero_init), ("residual_out", residual_out), ("fresh_noise", fresh_noise)):
@@ -465,8 +484,8 @@ def merge_diffusion_runs(parts: list[dict]) -> dict:
 
 def concept_mse(coords, target=(1.0, 1.0)) -> np.ndarray:
     """Squared distance ``||C - target||^2`` of concept-space points ``coords`` (..., k) to ``target`` (k,)."""
-    coords = np.asarray(coords, float)
-    target = np.asarray(target, float)
+    coords = check_array("coords", coords)
+    target = check_array("target", target, ndim=1)
     if coords.shape[-1:] != target.shape:
         raise ValueError(f"coords must end with dimension {target.shape[0]}, got shape {coords.shape}")
     return ((coords - target) ** 2).sum(-1)
@@ -496,7 +515,7 @@ def mse_rebound_bootstrap(concepts, *, n_boot: int = 500, window: int = 3, seed:
         raise ValueError(f"concepts must have shape (P >= 2, n >= 2, 2), got {c.shape}")
     check_int("n_boot", n_boot, minimum=2)
     check_int("window", window, minimum=1)
-    check_int("seed", seed, minimum=0)
+    check_seed("seed", seed)
 
     def bump(points):  # points (..., P, 2) -> (...)
         return distance_rebound(running_median(concept_mse(points), window=window))

@@ -52,6 +52,7 @@ def fig6_verdicts(run: dict, *, level: float, bend: float, bend_se: float, decay
                         ("bump_se", bump_se)):
         check_positive(name, value)
     check_int("first_step", first_step, minimum=0)
+    _check_run(run)
     deltas = np.asarray(run["deltas"], float)
     if deltas.size < 2:
         raise ValueError(f"run must hold at least two colour signals, got {deltas.tolist()}")
@@ -173,6 +174,13 @@ def _exponential_later_slope(steps: np.ndarray, seg1: np.ndarray, seg2: np.ndarr
     return _segment_slope(steps, seg2, float(np.exp(brentq(f, np.log(lo), np.log(hi), xtol=1e-10))))
 
 
+def _check_run(run) -> None:
+    """``run`` must be a dict holding the arrays of a ``concept_diffusion_experiment`` result."""
+    if not isinstance(run, dict) or any(k not in run for k in ("deltas", "checkpoint", "concepts")):
+        raise ValueError("run must be a result of concept_diffusion_experiment (a dict with deltas, checkpoint, "
+                         f"concepts), got {type(run).__name__}")
+
+
 def decay_law_status(laws: list[dict]) -> str:
     """The decay-law verdict over signals (:func:`decay_laws`): reproduced when exponential for every signal,
     partly when for some, not reproduced when a power law for every decided one, inconclusive when none is
@@ -201,6 +209,10 @@ def verdicts_survive(v: dict, base: dict) -> dict:
 
 def verdict_line(v: dict) -> str:
     """One line summarising :func:`fig6_verdicts`' result ``v`` (order, bend, decay, final error, bump)."""
+    need = ("deltas", "order_strong", "order_weak", "order_seeds", "seeds", "bend_strong", "bend_weak", "decay_ratio",
+            "final_mse", "bump_weak")
+    if not isinstance(v, dict) or any(k not in v for k in need):
+        raise ValueError(f"v must be a result of fig6_verdicts, got {type(v).__name__}")
     d = v["deltas"]
     s, w = int(np.argmax(d)), int(np.argmin(d))
     return (f"order: δ = {d[s]:g} colour/size at {v['order_strong'][0]:g}/{v['order_strong'][1]:g}, "

@@ -80,7 +80,7 @@ def init_deep_linear(
         sizes = _layer_sizes(d_in, d_out, depth, width)
     check_int("K", K, minimum=1)
     check_positive("init_scale", init_scale, allow_zero=True)
-    check_int("seed", seed, minimum=0)
+    check_seed("seed", seed)
     weights = [[] for _ in sizes[1:]]
     biases = [[] for _ in sizes[1:]]
     for k in range(K):
@@ -119,6 +119,8 @@ def _record_steps(record_every, steps: int) -> np.ndarray:
         rec = np.arange(0, steps + 1, int(record_every))
     else:
         try:
+            if isinstance(record_every, (str, bytes)):
+                raise TypeError
             rec = np.asarray([float(s) for s in record_every])
         except (TypeError, ValueError):
             msg = f"record_every must be an int >= 1 or a collection of steps, got {record_every!r}"
@@ -389,7 +391,7 @@ def sgd_mlp_batched(
     check_in("activation", activation, ("linear", "relu"))
     check_positive("lr", lr)
     check_int("steps", steps, minimum=0)
-    check_int("seed", seed, minimum=0)
+    check_seed("seed", seed)
     dev = check_device("device", device)
     if not weights:
         raise ValueError("weights must contain at least one layer")

@@ -64,7 +64,7 @@ def random_rotation(d: int, seed: int = 0) -> np.ndarray:
     Used as the optional rotation of App. F.1: every point ``x`` becomes ``Q x``.
     """
     check_int("d", d, minimum=1)
-    check_int("seed", seed, minimum=0)
+    check_seed("seed", seed)
     rng = np.random.default_rng(seed)
     G = rng.standard_normal((d, d))
     Q, R = np.linalg.qr(G)
@@ -274,7 +274,7 @@ def sim_gaussian_mixture(
     check_bool("origin_cluster", origin_cluster)
     mu_arr, sig, d = as_concepts(mu, sigma, d)
     check_int("n", n, minimum=1)
-    check_int("seed", seed, minimum=0)
+    check_seed("seed", seed)
     rng = np.random.default_rng(seed)
     X, labels = _sample_unrotated(mu_arr, sig, d, n, origin_cluster, rng)
     Q = random_rotation(d, seed if rotation_seed is None else rotation_seed) if rotate else np.eye(d)

@@ -210,6 +210,11 @@ class GDMoments(tuple):
     diverged_step: int | None
 
     def __new__(cls, steps, outputs, diverged: bool, diverged_step):
+        check_array("steps", steps, ndim=1)
+        check_array("outputs", outputs, finite=False)  # NaN after a divergence, by design
+        check_bool("diverged", diverged)
+        if diverged_step is not None:
+            check_int("diverged_step", diverged_step, minimum=0)
         obj = super().__new__(cls, (steps, outputs))
         obj.diverged, obj.diverged_step = diverged, diverged_step
         return obj

@@ -107,11 +107,24 @@ def lemma2_certificate(x0, y0, lr, mu: float = 1.0) -> dict:
     return dict(lhs=lhs, p=p, certified=certified, m=m)
 
 
+def _check_mu_shape(x, y, mu) -> None:
+    """``mu`` (a number or an array) must broadcast to the shape of ``x`` and ``y`` without enlarging it."""
+    try:
+        xy = np.broadcast_shapes(np.shape(x), np.shape(y))
+        fits = np.broadcast_shapes(xy, np.shape(mu)) == xy
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(f"mu must broadcast to the shape of x and y, got shapes {np.shape(mu)}, {np.shape(x)}, "
+                         f"{np.shape(y)}")
+
+
 def hessian_xy(x, y, mu: float = 1.0) -> np.ndarray:
     """Hessian of ``(xy - mu)^2 / 2`` (Eq. 14), shape ``(*S, 2, 2)``."""
     check_array("x", x, finite=False)  # a map: diverged (inf/NaN) states pass through
     check_array("y", y, finite=False)  # a map: diverged (inf/NaN) states pass through
     check_array("mu", mu, positive=True)
+    _check_mu_shape(x, y, mu)
     x, y = np.broadcast_arrays(np.asarray(x, dtype=float), np.asarray(y, dtype=float))
     off = 2 * x * y - mu
     return np.stack([np.stack([y * y, off], -1), np.stack([off, x * x], -1)], -2)
@@ -137,6 +150,7 @@ def damian_indicator(x, y, lr, mu: float = 1.0):
     check_array("y", y, finite=False)  # a map: diverged (inf/NaN) states pass through
     check_array("lr", lr, positive=True)
     check_array("mu", mu, positive=True)
+    _check_mu_shape(x, y, mu)
     check_positive("lr", lr)
     H = hessian_xy(x, y, mu)
     w, V = np.linalg.eigh(H)
@@ -158,6 +172,9 @@ def candidate_manifold_indicator(x, y, lr, mu: float = 1.0):
     ``(x^2 - y^2)(xy - mu) = 0``, so off the minima ``grad L . u_1 = 0`` holds only on the diagonal ``x = y``, and
     there exactly when ``(1, 1)`` is the second eigenvector (``x^2 < mu / 2``).
     """
+    check_array("x", x, finite=False)  # a map: diverged (inf/NaN) states pass through
+    check_array("y", y, finite=False)
+    _check_mu_shape(x, y, mu)
     lam1, gu = damian_indicator(x, y, lr, mu)
     lam2 = np.linalg.eigvalsh(hessian_xy(x, y, mu))[..., 0]
     return lam2, gu
@@ -173,7 +190,7 @@ def damian_manifold_interval(lr, mu: float = 1.0):
     this is Prop 6's ``x + y < sqrt(2 + 2/eta)``.
     """
     check_positive("lr", lr)
-    check_array("mu", mu, positive=True)
+    check_positive("mu", mu)
     c = 2.0 / lr  # x^2 + mu^2 / x^2 < c  <=>  s^2 - c s + mu^2 < 0 with s = x^2
     disc = c * c - 4 * mu * mu
     if disc <= 0:
@@ -244,14 +261,23 @@ def _h(alpha):
     return np.sin(alpha) + (np.pi - alpha) * np.cos(alpha)
 
 
+def _single_neuron_args(v, w, w_teacher):
+    """``(v, w, w_teacher)`` checked: a finite number and two finite 1-D arrays of the same length."""
+    check_finite("v", v)
+    w = check_array("w", w, ndim=1)
+    wt = check_array("w_teacher", w_teacher, ndim=1)
+    if w.shape != wt.shape:
+        raise ValueError(f"w and w_teacher must be 1-D of the same length, got {w.shape} and {wt.shape}")
+    return float(v), w, wt
+
+
 def single_neuron_population_loss(v, w, w_teacher):
     """Population loss ``E_x (v relu(w.x) - relu(w~.x))^2`` for ``x ~ Unif(S^{d-1})``.
 
     ``= (v^2 |w|^2 - (2/pi) v |w| |w~| (sin a + (pi - a) cos a) + |w~|^2) / (2d)`` with ``a = angle(w, w~)``
     (our integration; consistent with the paper's gradient in Sec. 5). ``w``: shape ``(d,)``.
     """
-    w = np.asarray(w, dtype=float)
-    wt = np.asarray(w_teacher, dtype=float)
+    v, w, wt = _single_neuron_args(v, w, w_teacher)
     d = w.size
     nw, nt = np.linalg.norm(w), np.linalg.norm(wt)
     a = np.arccos(np.clip(w @ wt / (nw * nt), -1, 1))
@@ -266,10 +292,7 @@ def single_neuron_population_grad(v, w, w_teacher):
     ``w~_perp``
     is the unit vector of ``w`` orthogonal to ``w~`` (zero when ``w`` is parallel to ``w~``).
     """
-    w = np.asarray(w, dtype=float)
-    wt = np.asarray(w_teacher, dtype=float)
-    if w.ndim != 1 or w.shape != wt.shape:
-        raise ValueError(f"w and w_teacher must be 1-D of the same length, got {w.shape} and {wt.shape}")
+    v, w, wt = _single_neuron_args(v, w, w_teacher)
     d = w.size
     nw, nt = np.linalg.norm(w), np.linalg.norm(wt)
     if nw == 0 or nt == 0:

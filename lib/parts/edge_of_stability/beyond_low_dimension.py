@@ -140,8 +140,9 @@ def run_teacher_student(X, y, theta0, *, lr: float, steps: int, decay_to: float 
     loss = ts_loss(X, y)
     schedule = None
     total = steps
-    if decay_to is not None and decay_steps:
+    if decay_to is not None:
         check_positive("decay_to", decay_to)
+    if decay_to is not None and decay_steps:
         schedule = piecewise([steps], [1.0, decay_to / lr])
         total = steps + decay_steps
 
@@ -300,6 +301,8 @@ def teacher_student_experiment(*, m: int, lr: float, steps: int, decay_to: float
     Returns:
         the dict of :func:`run_teacher_student`, with ``theta`` (the final parameters) as a NumPy array.
     """
+    check_seed("data_seed", data_seed)
+    check_seed("init_seed", init_seed)
     torch.set_num_threads(1)
     X, y = teacher_student_data(m, 16, data_seed)
     theta0, _ = ts_init(16, init_seed)

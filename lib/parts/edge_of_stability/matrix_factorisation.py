@@ -478,7 +478,7 @@ def fig6_run(seed: int, alpha: float, steps: int, K: float = 1.02, eps: float = 
         dict with ``X0``, its SVD ``U``, ``S``, ``Vt``, the target ``C``, the trajectory ``tr``
         (:func:`mf_trajectory`), the step ``lr`` and the settings ``alpha``, ``K`` and ``eps``.
     """
-    check_int("seed", seed, minimum=0)
+    check_seed("seed", seed)
     check_positive("alpha", alpha)
     check_int("steps", steps, minimum=1)
     check_range("K", K, 1.0, 1.5, lo_open=True)

@@ -97,7 +97,7 @@ def _torch():
 
 def quartic(mu: float = 1.0) -> ScalarFunction:
     """``f(x) = (x^2 - mu)^2 / 4`` with minimum ``sqrt(mu)`` (Sec. 4.2, Thm 2)."""
-    check_array("mu", mu, positive=True)
+    check_positive("mu", mu)
     return ScalarFunction(
         "quartic",
         rf"$\frac{{1}}{{4}}(x^2-{mu:g})^2$",

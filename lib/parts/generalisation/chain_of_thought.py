@@ -562,6 +562,9 @@ def error_curves(W, *, lengths, n_queries: int = 300, alpha: float = 0.8, tau: f
         dict with ``lengths``, ``cot``, ``icl`` (mean errors), and per-query arrays ``cot_q``, ``icl_q`` and
         ``row_condition`` of shape ``(len(lengths), n_queries)``.
     """
+    lengths = check_array("lengths", lengths, ndim=1)
+    if not np.all(lengths == np.round(lengths)) or lengths.min() < 1:
+        raise ValueError(f"lengths must hold integers >= 1, got {lengths.tolist()}")
     lengths = [int(n) for n in lengths]
     out = {"lengths": np.array(lengths), "cot": [], "icl": [], "cot_q": [], "icl_q": [], "row_condition": []}
     for i, n in enumerate(lengths):
@@ -583,5 +586,6 @@ def attention_dynamics(Ws, *, n_queries: int = 200, n_examples: int = 20, alpha:
     Returns:
         ``(n_ckpt, 4)`` array.
     """
+    Ws = check_array("Ws", Ws, ndim=3)
     return np.stack([cot_inference(W, n_queries=n_queries, n_examples=n_examples, alpha=alpha, tau=tau, rho=rho,
-                                   seed=seed)["masses"] for W in np.asarray(Ws)])
+                                   seed=seed)["masses"] for W in Ws])

@@ -172,7 +172,14 @@ def train_sampled_gcn(
     check_int("steps", steps, minimum=1)
     check_positive("lr", lr)
     check_range("keep", keep, 0.0, 1.0, lo_open=True)
+    check_seed("seed", seed)
     dev = check_device("device", device)
+    if not isinstance(problem, dict) or any(k not in problem for k in ("A", "X", "groups")):
+        raise ValueError(f"problem must be a result of two_group_problem, got {type(problem).__name__}")
+    check_array("Y", Y, ndim=(2, 3))
+    if not torch.is_tensor(masks) or masks.dtype != torch.bool:
+        raise ValueError(f"masks must be a boolean tensor (copies, N), got {type(masks).__name__}")
+    Y = Y if torch.is_tensor(Y) else torch.as_tensor(Y, dtype=problem["X"].dtype)
     A, X = problem["A"], problem["X"]
     if masks.dim() != 2 or masks.shape[1] != A.shape[0]:
         raise ValueError(f"masks must have shape (copies, {A.shape[0]}), got {tuple(masks.shape)}")
@@ -329,6 +336,18 @@ def symmetric_spread(problem: dict, p_star, keeps, *, draws: int = 200, seed: in
             "inf_star": float(star_rows.max())}
 
 
+def _check_sweep(sizes, p_star, seeds, m, steps, lr, keep, graph_seed) -> None:
+    """The arguments the two sweeps share, checked before any training."""
+    check_int_array("sizes", sizes, minimum=1)
+    check_array("p_star", p_star, ndim=1)
+    check_int_array("seeds", seeds, minimum=0)
+    check_int("m", m, minimum=1)
+    check_int("steps", steps, minimum=1)
+    check_positive("lr", lr)
+    check_range("keep", keep, 0.0, 1.0, lo_open=True)
+    check_seed("graph_seed", graph_seed)
+
+
 def omega_width_sweep(
     *,
     sizes,
@@ -355,6 +374,14 @@ def omega_width_sweep(
         pre-activation :math:`A^*XW^*`, ``err_omega`` (G, len(omegas), len(seeds)), ``err_width``
         (G, len(widths), len(seeds)) relative test MSEs, and ``diverged`` (number of diverged runs).
     """
+    if isinstance(degree_pairs, (str, bytes)) or not hasattr(degree_pairs, "__len__") or not len(degree_pairs):
+        raise ValueError(f"degree_pairs must be a non-empty list of (d_1, d_2) pairs, got {degree_pairs!r}")
+    for degrees in degree_pairs:
+        check_int_array("degree_pairs", degrees, minimum=1)
+    check_int_array("omegas", omegas, minimum=1)
+    check_int_array("widths", widths, minimum=1)
+    check_int("omega_fixed", omega_fixed, minimum=1)
+    _check_sweep(sizes, p_star, seeds, m, steps, lr, keep, graph_seed)
     inf_star, h_std, err_omega, err_width, diverged = [], [], [], [], 0
     for degrees in degree_pairs:
         pr = two_group_problem(sizes, degrees, seed=graph_seed)
@@ -428,6 +455,17 @@ def which_target_sweep(
         dict with ``err`` (len(samplers), len(datasets), len(seeds)) relative test MSEs, ``psi`` (5.9) of the
         graph and ``diverged`` (number of diverged runs).
     """
+    check_int_array("degrees", degrees, minimum=1)
+    if isinstance(datasets, (str, bytes)) or not hasattr(datasets, "__len__") or not len(datasets):
+        raise ValueError(f"datasets must be a non-empty list of (p_1, p_2) pairs, got {datasets!r}")
+    for ph in datasets:
+        check_array("datasets", ph, ndim=1)
+    if isinstance(samplers, (str, bytes)) or not hasattr(samplers, "__len__") or not len(samplers):
+        raise ValueError(f"samplers must be a non-empty list of sampler names, got {samplers!r}")
+    for name in samplers:
+        check_in("samplers", name, ("group", "fastgcn", "none"))
+    check_int("omega", omega, minimum=1)
+    _check_sweep(sizes, p_star, seeds, m, steps, lr, keep, graph_seed)
     pr = two_group_problem(sizes, degrees, seed=graph_seed)
     n = pr["A"].shape[0]
     Ys = [

@@ -375,7 +375,7 @@ def uniqueness_map(lambdas, means, covs, K: int, ns, draws: int, inits: int, see
     if covs.shape != means.shape[:2]:
         raise ValueError(f"covs must have shape {means.shape[:2]} to match means, got {covs.shape}")
     ns = [int(n) for n in check_int_array("ns", ns, minimum=1)]
-    check_int("seed", seed, minimum=0)
+    check_seed("seed", seed)
     gmms = [gaussian_mixture(lambdas, m, c) for m, c in zip(means, covs)]
     return np.array([[local_uniqueness(g, K, n, draws, inits, seed=seed + n) for n in ns] for g in gmms])
 

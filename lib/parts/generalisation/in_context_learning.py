@@ -101,7 +101,10 @@ def condition_632(tasks, m1: int) -> bool:
 
 def _check_tasks(tasks, m1) -> np.ndarray:
     check_int("m1", m1, minimum=2)
-    t = np.asarray(tasks)
+    try:
+        t = np.asarray(tasks)
+    except (TypeError, ValueError):  # a ragged nested list
+        raise ValueError(f"tasks must be a non-empty (n, 2) integer array, got {type(tasks).__name__}") from None
     if t.ndim != 2 or t.shape[1] != 2 or len(t) == 0 or not np.issubdtype(t.dtype, np.integer):
         raise ValueError(f"tasks must be a non-empty (n, 2) integer array, got shape {t.shape}")
     if t.min() < 0 or t.max() >= m1 or np.any(t[:, 0] == t[:, 1]):
@@ -410,6 +413,15 @@ def projection_norms(model: ShallowAttention, X: torch.Tensor, pattern: torch.Te
     Returns:
         ``(R, 4)`` numpy: mean norm of ``W_Q p_query``, its projection, mean norm of ``W_K p_i``, its projection.
     """
+    check_instance("model", model, ShallowAttention)
+    for name, value, ndim in (("X", X, 4), ("relevant", relevant, 2)):
+        if not torch.is_tensor(value):
+            raise ValueError(f"{name} must be a tensor, got {type(value).__name__}")
+        check_array(name, value, ndim=ndim)
+    if not torch.is_tensor(pattern) or pattern.is_floating_point() or pattern.dim() != 2 \
+            or pattern.shape != X.shape[1:3] or pattern.min() < 0 or pattern.max() >= relevant.shape[0]:
+        raise ValueError(f"pattern must be an integer tensor (B, l + 1) = {tuple(X.shape[1:3])} of indices into "
+                         f"relevant, got {pattern!r}")
     with torch.no_grad():
         u = relevant[pattern] / relevant.norm(dim=-1).mean()  # (B, l + 1, d_X)
         u = torch.cat([u, torch.zeros(u.shape[:-1] + (X.shape[-1] - u.shape[-1],))], -1)

@@ -21,6 +21,7 @@ from lib.config import (
     check_in,
     check_instance,
     check_int,
+    check_int_array,
     check_positive,
     check_range,
     check_seed,
@@ -65,6 +66,8 @@ def make_data(seeds, n_train: int, n_test: int, cfg: dict, alpha_star: float, al
     check_int("n_train", n_train, minimum=1)
     check_int("n_test", n_test, minimum=1)
     if noisy is not None:
+        if isinstance(noisy, str) or not hasattr(noisy, "__len__") or len(noisy) != 2:
+            raise ValueError(f"noisy must be None or a pair (count, level), got {noisy!r}")
         check_int("noisy count", noisy[0], minimum=0, maximum=cfg["L"])
         check_positive("noisy level", noisy[1], allow_zero=True)
     P = pattern_bank(cfg["M"], cfg["d"], rng=0)
@@ -308,6 +311,12 @@ def train_vit(
     }
 
 
+def _check_cfg(cfg) -> None:
+    """``cfg`` must be a settings dict like ``settings.VIT``."""
+    if not isinstance(cfg, dict) or any(k not in cfg for k in ("L", "M", "d", "steps")):
+        raise ValueError(f"cfg must be a settings dict like settings.VIT, got {type(cfg).__name__}")
+
+
 def sigma_map(cfg: dict, sigmas, Ns, seeds, alpha_star: float, alpha_hash: float, device="cpu") -> dict:
     """Final test hinge losses over a ``(sigma, N, seed)`` grid (Fig 2.1(b)), one batched run per ``sigma``.
 
@@ -317,6 +326,7 @@ def sigma_map(cfg: dict, sigmas, Ns, seeds, alpha_star: float, alpha_hash: float
     Returns:
         dict: ``test_hinge`` ``(len(sigmas), len(Ns), len(seeds))`` and ``diverged`` (the number of diverged runs).
     """
+    _check_cfg(cfg)
     sigmas = check_array("sigmas", sigmas, ndim=1)
     if (sigmas < 0).any():
         raise ValueError(f"sigmas must be >= 0, got {sigmas.tolist()}")
@@ -355,7 +365,8 @@ def sparsification_runs(
         dict: ``curve_t`` (K,), ``test_curve`` ``(len(REMOVALS), len(seeds), K)``, ``test_hinge``
         ``(len(REMOVALS), len(seeds))`` and ``diverged`` (the number of diverged runs).
     """
-    seeds = np.asarray(seeds, dtype=int)
+    _check_cfg(cfg)
+    seeds = check_int_array("seeds", seeds, minimum=0)
     check_int("N", N, minimum=1)
     kinds = [k for k in REMOVALS for _ in seeds]
     r = train_vit(

@@ -23,13 +23,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from lib.config import (
-    check_array,
-    check_device,
-    check_instance,
-    check_int,
-    check_positive,
-)
+from lib.config import check_array, check_device, check_instance, check_int, check_int_array, check_positive, check_seed
 from lib.train import train_stacked
 
 CANVAS = 20  # side of the composite image
@@ -204,7 +198,14 @@ def train_vits(models, X, y, keep, members, *, steps: int, lr: float, batch: int
     check_int("steps", steps, minimum=1)
     check_int("batch", batch, minimum=1)
     check_positive("lr", lr)
-    members = np.asarray(members, dtype=np.int64)
+    check_seed("seed", seed)
+    if not isinstance(models, (list, tuple)) or not models or not all(isinstance(m, TinyViT) for m in models):
+        raise ValueError("models must be a non-empty list of TinyViT")
+    X, y, keep = _checked_tokens(X, y, keep, 4)
+    members = check_array("members", members, ndim=2)
+    if not np.all(members == np.round(members)):
+        raise ValueError(f"members must hold integers, got {members.tolist()}")
+    members = members.astype(np.int64)
     if members.shape != (len(models), 2):
         raise ValueError(f"members must have shape ({len(models)}, 2), got {members.shape}")
     if members[:, 0].min() < 0 or members[:, 0].max() >= X.shape[0] or members[:, 1].min() < 1 \
@@ -230,7 +231,25 @@ def train_vits(models, X, y, keep, members, *, steps: int, lr: float, batch: int
 @torch.no_grad()
 def accuracy(model: TinyViT, X, y, keep) -> float:
     """Test accuracy of one model on tokens ``(n, T, d)``, labels ``(n,)`` and kept tokens ``(n, T)``."""
+    check_instance("model", model, TinyViT)
+    X, y, keep = _checked_tokens(X, y, keep, 3)
     return float((model(X, keep).argmax(-1) == y).double().mean())
+
+
+def _checked_tokens(X, y, keep, ndim: int):
+    """Tokens ``X`` (float, ``ndim`` dimensions), integer labels ``y`` and boolean masks ``keep`` as tensors of
+    matching leading shapes; a ``ValueError`` names the argument that is not."""
+    check_array("X", X, ndim=ndim)
+    labels = check_array("y", y, ndim=ndim - 2)
+    if not np.all(labels == np.round(labels)) or labels.min() < 0:
+        raise ValueError("y must hold class indices (integers >= 0)")
+    if not torch.is_tensor(keep) or keep.dtype != torch.bool:
+        raise ValueError(f"keep must be a boolean tensor, got {type(keep).__name__}")
+    X, y = torch.as_tensor(X), torch.as_tensor(y)
+    if y.shape != X.shape[: ndim - 2] or keep.shape != X.shape[: ndim - 1]:
+        raise ValueError(f"y and keep must have shapes {tuple(X.shape[: ndim - 2])} and {tuple(X.shape[: ndim - 1])}, "
+                         f"got {tuple(y.shape)} and {tuple(keep.shape)}")
+    return X, y.long() if y.is_floating_point() else y, keep
 
 
 def _check_grid(Ns, seeds) -> None:
@@ -327,9 +346,16 @@ def spurious_runs(removals, seeds, *, classes=(3, 8), n_test_per_class: int, pho
         dict with ``acc`` ``(3, n_removals, n_seeds)`` (inits: many, few, scratch), ``alpha``, ``diverged`` (the
         number of diverged runs) and ``n_train`` (training images per run).
     """
-    removals = [int(r) for r in removals]
+    removals = [int(r) for r in check_int_array("removals", removals, minimum=0)]
     alpha = alpha_star(removals)
+    seeds = [int(s) for s in check_int_array("seeds", seeds, minimum=0)]
     _check_grid([1], seeds)
+    pre_sizes = [int(s) for s in check_int_array("pre_sizes", pre_sizes, minimum=1)]
+    check_array("photo_share", photo_share, ndim=1)
+    classes = check_int_array("classes", classes, minimum=0, maximum=9)
+    if not isinstance(arch, dict):
+        raise ValueError(f"arch must be a dict of TinyViT options, got {arch!r}")
+    check_int("pre_steps", pre_steps, minimum=1)
     if len(pre_sizes) != 2 or len(photo_share) != 2:
         raise ValueError("pre_sizes and photo_share must have two entries")
     for p in photo_share:

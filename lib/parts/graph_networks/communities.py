@@ -64,7 +64,14 @@ def overlap(pred, labels) -> np.ndarray:
     Returns:
         The overlap per graph: a float (shape ``()``) or an array of shape ``(G,)``, in ``[0, 1]``.
     """
-    pred, labels = np.asarray(pred), np.asarray(labels)
+    try:
+        pred = np.asarray(pred)
+    except (TypeError, ValueError):  # a ragged nested list
+        raise ValueError(f"pred must be an array of labels, got {type(pred).__name__}") from None
+    try:
+        labels = np.asarray(labels)
+    except (TypeError, ValueError):  # a ragged nested list
+        raise ValueError(f"labels must be an array of labels, got {type(labels).__name__}") from None
     if pred.shape != labels.shape or pred.ndim not in (1, 2) or pred.shape[-1] == 0:
         raise ValueError(f"pred and labels must have the same shape (n,) or (G, n), got {pred.shape}, {labels.shape}")
     for name, v in (("pred", pred), ("labels", labels)):
@@ -275,7 +282,7 @@ def run_sbm(
     check_int("sgnn_train", sgnn_train, minimum=1)
     check_positive("lr", lr)
     check_positive("clip", clip)
-    check_int("seed", seed, minimum=0)
+    check_seed("seed", seed)
     check_int("chunk", chunk, minimum=1)
     dev = check_device("device", device)
     operators = tuple(operators)

@@ -70,7 +70,7 @@ def multiset_gap(rows1: np.ndarray, rows2: np.ndarray, decimals: int = 9) -> flo
     """Largest entry-wise difference between two multisets of feature rows (each ``(n, f)``), matched by sorting
     the rows after rounding to ``decimals``; ``inf`` when the sizes differ. 0 means no GA-MLP with these features
     separates the graphs."""
-    check_int("decimals", decimals)
+    check_int("decimals", decimals, minimum=-300, maximum=300)
     rows1 = np.atleast_2d(check_array("rows1", rows1))
     rows2 = np.atleast_2d(check_array("rows2", rows2))
     if rows1.shape != rows2.shape:
@@ -129,6 +129,8 @@ def prop22_keys(graphs: Sequence, alpha: int) -> list:
     node rows :math:`(d_i, \\sum_{j\\in\\mathcal N(i)} d_j^{-\\alpha})` (Eqs. A.9-A.10), exact (integer ``alpha``,
     sums scaled by :math:`\\mathrm{lcm}(1..n-1)^\\alpha`). Equal keys iff no such GA-MLP separates the graphs."""
     check_instance("graphs", graphs, (list, tuple))
+    if not graphs:
+        raise ValueError("graphs must hold at least one graph")
     check_int("alpha", alpha, minimum=0)
     keys = []
     for G in graphs:
@@ -154,6 +156,8 @@ def algorithm1_keys(graphs: Sequence) -> list:
     :math:`F(G)=\\{\\gamma_i\\}`. Isomorphic graphs get equal keys; Lemma A.5 says that almost all graphs get a key
     no non-isomorphic graph shares. Every graph needs :math:`r\\le n` (``n >= 10``)."""
     check_instance("graphs", graphs, (list, tuple))
+    if not graphs:
+        raise ValueError("graphs must hold at least one graph")
     keys = []
     for G in graphs:
         n = G.number_of_nodes()
@@ -304,5 +308,7 @@ def draw_values(ax, G, pos, values, *, cmap="viridis", vmin=None, vmax=None, lab
 def wl_palette_colours(graphs: Sequence, rounds: int) -> list[np.ndarray]:
     """WL colours of ``graphs`` after ``rounds`` rounds, one shared palette (for drawing)."""
     check_instance("graphs", graphs, (list, tuple))
+    if not graphs:
+        raise ValueError("graphs must hold at least one graph")
     check_int("rounds", rounds, minimum=0)
     return wl.wl_colours(list(graphs), None, rounds)[rounds]

@@ -125,7 +125,13 @@ def fit_counting_model(G, length: int, model: str, *, mask: np.ndarray, width: i
     check_int("steps", steps, minimum=1)
     check_seed("seed", seed)
     dev = check_device("device", device)
-    mask = np.asarray(mask, dtype=bool)
+    try:
+        mask = np.asarray(mask)
+    except (TypeError, ValueError):  # a ragged nested list
+        raise ValueError(f"mask must be a boolean array, got {type(mask).__name__}") from None
+    if mask.dtype != bool and not (mask.dtype.kind in "iuf" and np.isin(mask, (0, 1)).all()):
+        raise ValueError(f"mask must be a boolean array (or 0/1), got dtype {mask.dtype}")
+    mask = mask.astype(bool)
     n = G.number_of_nodes()
     if mask.shape != (n,) or mask.all() or not mask.any():
         raise ValueError(f"mask must be a boolean array of shape ({n},) with both splits non-empty")
@@ -240,6 +246,12 @@ def counting_table(graph: dict, length: int, split: str, n_train: int, models, s
     """
     from lib.graphs import generators
 
+    if not isinstance(graph, dict):
+        raise ValueError(f"graph must be a dict(kind=..., ...), got {graph!r}")
+    check_in("split", split, ("first", "parity"))
+    if isinstance(models, (str, bytes)) or not hasattr(models, "__iter__") or not all(
+            isinstance(row, (list, tuple)) and len(row) == 5 for row in models):
+        raise ValueError(f"models must be rows (name, multiple, width, lr, steps), got {models!r}")
     kind = graph.get("kind")
     check_in("graph['kind']", kind, ("random_regular", "barabasi_albert"))
     if kind == "random_regular":

@@ -29,6 +29,7 @@ from lib.config import (
     check_finite,
     check_instance,
     check_int,
+    check_int_array,
     check_positive,
     check_seed,
     check_shape,
@@ -566,10 +567,11 @@ def gih2_width_sweep(P: POD, g, Ls, Ms, Ks, B: int = 64, seed: int = 31) -> dict
     """
     from lib.data.tokens import uniform_sequences
 
+    check_instance("P", P, POD)
     check_callable("g", g)
     check_int("B", B, minimum=1)
     check_seed("seed", seed)
-    Ls, Ms, Ks = (np.asarray(v, int).reshape(-1) for v in (Ls, Ms, Ks))
+    Ls, Ms, Ks = (check_int_array(name, v) for name, v in (("Ls", Ls), ("Ms", Ms), ("Ks", Ks)))
     for name, v, low in (("Ls", Ls, 4), ("Ms", Ms, 2), ("Ks", Ks, 1)):
         if v.size == 0 or v.min() < low:
             raise ValueError(f"{name} must be a non-empty list of integers >= {low}, got {v.tolist()}")

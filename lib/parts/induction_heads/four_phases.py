@@ -52,7 +52,10 @@ def prev_token_weights(L: int, p1: float):
     check_int("L", L, minimum=2)
     if isinstance(p1, (str, bytes, bool)) or p1 is None:
         raise ValueError(f"p1 must be a number >= 0 (or inf), got {p1!r}")
-    p1 = float(p1)
+    try:
+        p1 = float(p1)
+    except (TypeError, ValueError):
+        raise ValueError(f"p1 must be a number >= 0 (or inf), got {p1!r}") from None
     if np.isnan(p1) or p1 < 0:
         raise ValueError(f"p1 must be >= 0 (or inf), got {p1}")
     i = np.arange(L)[:, None]
@@ -115,7 +118,11 @@ def reparam_forward(X, params: dict, *, p1: float = float("inf"), softmax: str =
     """
     check_array("X", X)
     check_instance("params", params, dict)
-    if isinstance(p1, (str, bytes, bool)) or p1 is None or not float(p1) > 0:
+    try:
+        ok = not isinstance(p1, (str, bytes, bool)) and p1 is not None and float(p1) > 0
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
         raise ValueError(f"p1 must be a number > 0 (inf allowed), got {p1!r}")
     import torch
 
@@ -257,9 +264,20 @@ def rhs_g4(p: float, g: float, alpha_star: float, L: int) -> tuple[float, float]
 
 
 # ------------------------------------------------------------------------------------------ stage II, induction head
+def _elementwise(x) -> np.ndarray:
+    """``x`` as a float array for :func:`psi` and :func:`phi`, which the flows call at every evaluation: a
+    string, None or a ragged list raises a ``ValueError`` naming ``x``; NaN (a diverged state) passes through."""
+    if isinstance(x, (str, bytes)) or x is None:
+        raise ValueError(f"x must be a number or an array of numbers, got {x!r}")
+    try:
+        return np.asarray(x, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"x must be a number or an array of numbers, got {type(x).__name__}") from None
+
+
 def psi(x):
     """``psi(x) = (1-x^2)^{-1/2}`` = E exp(x X Y) Z^2 for independent standard Gaussians (Lemma D.3)."""
-    x = np.asarray(x, dtype=float)
+    x = _elementwise(x)
     if np.any(np.abs(x) >= 1):
         raise ValueError("psi(x) needs |x| < 1 (Lemma D.3); here w^2 + w*^2 and 2 w^2 must stay below 1")
     return (1 - x**2) ** -0.5
@@ -267,7 +285,7 @@ def psi(x):
 
 def phi(x):
     """``phi(x) = psi'(x) = x (1-x^2)^{-3/2}`` (App. C.2)."""
-    x = np.asarray(x, dtype=float)
+    x = _elementwise(x)
     if np.any(np.abs(x) >= 1):
         raise ValueError("phi(x) needs |x| < 1")
     return x * (1 - x**2) ** -1.5

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from lib.config import check_array, check_device, check_int, check_positive, check_range
+from lib.config import check_array, check_bool, check_device, check_int, check_positive, check_range, check_seed
 from lib.curves import hitting_time
 from lib.data.tokens import repeat_prefix_tokens
 from lib.models.probes import induction_key_mask, prev_token_score
@@ -136,8 +136,11 @@ def train_induction(setting: dict, *, seed: int = 0, steps: int | None = None, s
         ``maps1``/``maps2`` ``(n, H, T, T)``; plus ``tokens`` ``(T,)`` of the held-out sequence shown, its prefix
         length ``S``, ``chance_loss = log V``, ``diverged`` and the trained ``model``.
     """
+    if not isinstance(setting, dict):
+        raise ValueError(f"setting must be a dict like STANDIN_QUICK, got {setting!r}")
+    check_bool("progress", progress)
     s = dict(STANDIN_QUICK, **setting)
-    check_int("seed", seed, minimum=0)
+    check_seed("seed", seed)
     dev = check_device("device", device)
     steps = s["steps"] if steps is None else steps
     check_int("steps", steps, minimum=1)

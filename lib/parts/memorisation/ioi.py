@@ -27,15 +27,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from lib.config import (
-    check_array,
-    check_device,
-    check_in,
-    check_instance,
-    check_int,
-    check_range,
-    check_seed,
-)
+from lib.config import check_array, check_device, check_in, check_instance, check_int, check_range, check_seed
 from lib.models.laser import low_rank
 from lib.models.transformer import Transformer, TransformerConfig
 from lib.parts.memorisation.noisy_recall import FROZEN, init_code_scale, recall_model
@@ -197,7 +189,7 @@ def train_ioi(setting: dict, n_layers: int, optimizer: str, seed: int = 0, recor
     check_instance("setting", setting, dict)
     check_int("n_layers", n_layers, minimum=1)
     check_in("optimizer", optimizer, ("sgd", "adam"))
-    check_int("seed", seed, minimum=0)
+    check_seed("seed", seed)
     dev = check_device("device", device)
     N, T, B = setting["n_tokens"], setting["T"], setting["batch"]
     model = recall_model(N, setting["d"], T, ffn=("mlp",) * n_layers, seed=seed)
@@ -320,7 +312,7 @@ def bigram_split_loss(setting: dict, h_attn: int, h_mlp: int, lr: float, seed: i
         positions, the floor), ``n_params`` (trained weights), ``diverged``.
     """
     check_instance("setting", setting, dict)
-    check_int("seed", seed, minimum=0)
+    check_seed("seed", seed)
     dev = check_device("device", device)
     N, T, B = setting["n_chars"], setting["T"], setting["batch"]
     _, pi_u, pi_b = char_bigram(N)

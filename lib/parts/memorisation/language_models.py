@@ -21,6 +21,7 @@ from lib.config import (
     check_device,
     check_instance,
     check_int,
+    check_int_array,
     check_positive,
     check_range,
     check_seed,
@@ -94,6 +95,8 @@ def template_sentence(kind: str, rng: np.random.Generator, dog_fraction: float =
 def encode(words) -> torch.Tensor:
     """Token ids of a list of words, right-padded with ``<pad>`` (id 0) to ``SEQ_LEN``."""
     check_instance("words", words, (list, tuple))
+    if not words or any(w not in TOKEN for w in words):
+        raise ValueError(f"words must be a non-empty list of words of the vocabulary, got {words!r}")
     ids = [TOKEN[w] for w in words]
     if len(ids) > SEQ_LEN:
         raise ValueError(f"words must have at most {SEQ_LEN} entries, got {len(ids)}")
@@ -152,6 +155,18 @@ def probe_prompts(seed: int = 1234, n: int = 40):
     }
 
 
+def _checked_probe_args(model, prompts) -> dict:
+    """``prompts`` (default :func:`probe_prompts`) after checking ``model`` (a torch module) and ``prompts`` (None
+    or a dict like :func:`probe_prompts`' result)."""
+    if not isinstance(model, torch.nn.Module):
+        raise ValueError(f"model must be a causal language model (a torch module), got {type(model).__name__}")
+    if prompts is None:
+        return probe_prompts()
+    if not isinstance(prompts, dict) or set(prompts) != {"ioi", "fact"}:
+        raise ValueError(f"prompts must be None or a result of probe_prompts, got {type(prompts).__name__}")
+    return prompts
+
+
 @torch.no_grad()
 def probe(model, prompts=None) -> dict[str, float]:
     """Mean next-token probabilities at the probe prompts.
@@ -159,7 +174,7 @@ def probe(model, prompts=None) -> dict[str, float]:
     Returns:
         ``p_io``, ``p_s``, ``p_the_ioi`` (IOI prompt) and ``p_k``, ``p_the_fact`` (fact prompt).
     """
-    prompts = prompts or probe_prompts()
+    prompts = _checked_probe_args(model, prompts)
     dev = next(model.parameters()).device  # the prompts are moved to the model (no-ops on the CPU)
     ids, L, io, s = (t.to(dev) if isinstance(t, torch.Tensor) else t for t in prompts["ioi"])
     p = torch.softmax(model(ids[:, :L]).logits[:, -1], -1)
@@ -204,6 +219,10 @@ def train_template_lm(
     check_positive("lr", lr)
     check_int("steps", steps, minimum=1)
     check_int("d_model", d_model, minimum=4)
+    if isinstance(record_steps, (str, bytes)) or not hasattr(record_steps, "__len__"):
+        raise ValueError(f"record_steps must be a list of steps, got {record_steps!r}")
+    if len(record_steps):
+        check_int_array("record_steps", record_steps, minimum=0)
     dev = check_device("device", device)
     if not lr > 0:
         raise ValueError(f"lr must be > 0, got {lr}")
@@ -252,10 +271,10 @@ def laser_sweep(model, ranks, prompts=None) -> dict:
         ``{"ranks": [...], "layers": L, "probe": array (L, len(ranks), 5)}`` in :func:`probe`'s key order, plus
         ``"full"`` (the untruncated probe) and ``"keys"``.
     """
-    ranks = [int(r) for r in ranks]
-    for r in ranks:
-        check_int("rank", r, minimum=0)
-    prompts = prompts or probe_prompts()
+    prompts = _checked_probe_args(model, prompts)
+    if not hasattr(model, "gpt_neox"):
+        raise ValueError(f"model must be a GPT-NeoX causal LM, got {type(model).__name__}")
+    ranks = [int(r) for r in check_int_array("ranks", ranks, minimum=0)]
     full = probe(model, prompts)
     keys = list(full)
     layers = model.gpt_neox.layers
@@ -276,6 +295,7 @@ def run_template_lm(steps: int, batch: int, d_model: int, n_layers: int, lr: flo
     Returns:
         ``{"history": ..., "sweep": ...}`` with the sweep's ``probe`` as a NumPy array.
     """
+    check_int_array("ranks", ranks, minimum=0)
     model, hist = train_template_lm(
         steps=steps, batch=batch, d_model=d_model, n_layers=n_layers, lr=lr, seed=seed, record_steps=record_steps,
         device=device,

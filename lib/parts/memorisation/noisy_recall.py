@@ -26,14 +26,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from lib.config import (
-    check_array,
-    check_device,
-    check_instance,
-    check_int,
-    check_range,
-    check_seed,
-)
+from lib.config import check_array, check_device, check_instance, check_int, check_range, check_seed
 from lib.models.laser import laser_rank, low_rank
 from lib.models.probes import induction_key_mask
 from lib.models.transformer import Transformer, TransformerConfig
@@ -79,7 +72,7 @@ def recall_model(n_chars: int, d: int, T: int, ffn=("mlp", "mlp"), seed: int = 0
     check_int("n_chars", n_chars, minimum=2)
     check_int("d", d, minimum=2)
     check_int("T", T, minimum=2)
-    if isinstance(ffn, str) or len(ffn) < 1:
+    if isinstance(ffn, str) or not isinstance(ffn, (list, tuple)) or len(ffn) < 1:
         raise ValueError(f"ffn must give one FFN kind per layer (F_1, F_2, ...), got {ffn!r}")
     cfg = TransformerConfig(
         vocab_size=n_chars + 1,
@@ -246,7 +239,7 @@ def train_recall(
     """
     check_instance("setting", setting, dict)
     check_int("steps", steps, minimum=0)
-    check_int("seed", seed, minimum=0)
+    check_seed("seed", seed)
     dev = check_device("device", device)
     alpha = setting["alpha"] if alpha is None else alpha
     check_range("alpha", alpha, 0.0, 1.0)
