@@ -97,10 +97,10 @@ CASES = [
       None, {}, 30, "", 4),
     C(vit_images.accuracy, "model:object X:array y:array keep:object", VIT_MODEL, VIT_X[0], VIT_Y[0], VIT_KEEP[0]),
     # ------------------------------------------------------------------------------- trainers at toy sizes
-    C(bld.teacher_student_experiment, "m:count lr:pos epochs:count decay_to:posnone decay_epochs:count "
-      "sharp_every:count data_seed:seed init_seed:seed", m=8, lr=0.5, epochs=1),
-    C(bld.mlp_eos_experiment, "depth:count lr:pos epochs:count seed:seed stats_every:count keep_params_every:count "
-      "std_min:nonneg cond_frac:prob", depth=2, lr=0.1, epochs=1, cond_frac=0.0),
+    C(bld.teacher_student_experiment, "m:count lr:pos steps:count decay_to:posnone decay_steps:count "
+      "sharp_every:count data_seed:seed init_seed:seed", m=8, lr=0.5, steps=1),
+    C(bld.mlp_eos_experiment, "depth:count lr:pos steps:count seed:seed stats_every:count keep_params_every:count "
+      "std_min:nonneg cond_frac:prob", depth=2, lr=0.1, steps=1, cond_frac=0.0),
     C(gim.train_group_mlps, "X:array y:array X_test:array y_test:array seeds:array width:count steps:count lr:pos",
       GIM_X, GIM_Y, GIM_XT, GIM_YT, [0, 1, 2], width=4, steps=1),
     C(gim.augmentation_sweep, "deltas2:array seeds:array n_major:count n_minor:count n_aug:count contrast:pos "
@@ -125,7 +125,7 @@ CASES = [
       [0, 9], [0], n_test_per_class=4, pre_sizes=(16, 4), arch=ARCH, pre_steps=1, steps=1, lr=1e-2, batch=4),
     C(walk_counting.counting_table, "graph:object length:count split:option n_train:count models:object seed:seed",
       dict(kind="random_regular", n=12, degree=3, seed=0), 2, "parity", 6, [("GIN", None, 4, 0.01, 1)]),
-    C(construction.gih2_width_sweep, "P:object g:callable Ls:array Ms:array Ks:array B:count rng:seed",
+    C(construction.gih2_width_sweep, "P:object g:callable Ls:array Ms:array Ks:array B:count seed:seed",
       construction.pod(lambda u, v: abs(u * v), n_nodes=20), lambda u, v: abs(u * v), [4], [2], [1], B=2),
     C(trained_transformers.train_induction, "setting:object seed:seed steps:countnone show:countnone progress:bool",
       INDUCTION),

@@ -50,8 +50,7 @@ __all__ = [
 def icl_banks(m1: int = 6, m2: int = 24, d_x: int = 30, beta: float = 3.0) -> tuple[torch.Tensor, torch.Tensor]:
     """Relevant and irrelevant patterns ``mu_j = beta e_j``, ``nu_k = beta e_{M1 + k}`` (eq. 6.6).
 
-    Returns:
-        ``(mu (M1, d_X), nu (M2, d_X))``.
+    Returns: ``(mu (M1, d_X), nu (M2, d_X))``.
     """
     check_int("m1", m1, minimum=2)
     check_int("m2", m2, minimum=1)
@@ -65,8 +64,7 @@ def cyclic_tasks(m1: int, u: int = 1) -> np.ndarray:
     """The training tasks of Section 6.5: task ``(k - 1) M1 + j`` maps ``mu_j`` to ``+1`` and ``mu_{j+k mod M1}``
     to ``-1`` (``j`` in ``[M1]``, ``k`` in ``[U]``); they meet Condition 6.3.2.
 
-    Returns:
-        ``(M1 U, 2)`` int array of ``(a, b)`` pattern indices (0-based).
+    Returns: ``(M1 U, 2)`` int array of ``(a, b)`` pattern indices (0-based).
     """
     check_int("m1", m1, minimum=2)
     check_int("u", u, minimum=1, maximum=m1 - 1)
@@ -117,8 +115,7 @@ def ood_patterns(mu: torch.Tensor, a: float, b: float) -> torch.Tensor:
     ``mu'_2 = (mu_1 + mu_2)/sqrt 2``, ``mu'_3 = (mu_3 + mu_4)/sqrt 2``; orthogonal with norm ``beta`` when
     ``a^2 + b^2 = 0.82``. Coefficient sums ``S_1 = a + b``, ``S_2 = S_3 = sqrt 2``.
 
-    Returns:
-        ``(3, d_X)``.
+    Returns: ``(3, d_X)``.
     """
     check_array("mu", mu)
     if not isinstance(mu, torch.Tensor) or mu.ndim != 2 or mu.shape[0] < 6:
