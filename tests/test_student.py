@@ -90,7 +90,13 @@ def test_student_config_hides_solutions_and_downloads(tmp_path):
     assert not cfg["launch_buttons"]["binderhub_url"]  # the launch buttons copy the executed notebook into the site
     # everything else is the book's own configuration
     assert cfg["execute"] == book["execute"] and cfg["parse"] == book["parse"]
-    assert cfg["sphinx"]["local_extensions"] == book["sphinx"]["local_extensions"]
+    # the same extensions, found from where the copy lives (jupyter-book resolves them against its folder)
+    local = cfg["sphinx"]["local_extensions"]
+    assert set(local) == set(book["sphinx"]["local_extensions"])
+    for name, folder in local.items():
+        assert (path.parent / folder / f"{name}.py").resolve() == (ROOT / book["sphinx"]["local_extensions"][name]
+                                                                  / f"{name}.py").resolve()
+        assert (path.parent / folder / f"{name}.py").exists()
     assert "hide_solutions" not in book["sphinx"]["config"]
     with pytest.raises(ValueError, match="config"):
         student.student_config([])
