@@ -4,13 +4,15 @@
         [--compare _build]
 
 Prints the claims the chapter recorded, each marked ``!!`` where its status is not the one the chapter expects,
-every widget output that lacks the static form, and a last line that says OK or FAILED and why. A cell that
-raises is shown: its number, its source and the end of its traceback (without terminal colours).
+every widget output that lacks the static form, every output on stderr (the book's -W build stops on them), and
+a last line that says OK or FAILED and why. A cell that raises is shown: its number, its source and the end of its
+traceback (without terminal colours).
 
 It then compares the claims with those of the last build (``--compare``, default ``_build``: the chapter's
 ``_build/claims/<docname>.json`` of a book build, else the ledger ``_build/html/claims.json``) and lists every claim
-whose status changed, and the claims that are new or gone. Exit status 1 on a cell error, a claim not as expected
-or a widget without its static form (a change against the last build alone is reported, not an error).
+whose status changed, and the claims that are new or gone. Exit status 1 on a cell error, a claim not as expected,
+a widget without its static form, or an output on stderr (a change against the last build alone is reported,
+not an error).
 
 The kernel runs the checkout's ``lib`` (``PYTHONPATH`` is set to the repository, as ``check_page.py`` does).
 """
@@ -57,6 +59,18 @@ def execute(path: Path, *, mode: str, claims_dir: Path, docname: str, timeout: i
             else:
                 os.environ[k] = v
     return nb, None
+
+
+def stderr_outputs(nb) -> list[str]:
+    """``cell i: first line`` of every output written to stderr: the book's -W build stops on them (MyST-NB's
+    ``mystnb.stderr`` warning), a warning printed by a library included."""
+    found = []
+    for i, cell in enumerate(nb.cells):
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "stream" and out.get("name") == "stderr":
+                text = "".join(out.get("text", "")).strip()
+                found.append(f"cell {i}: {text.splitlines()[0][:120] if text else ''}")
+    return found
 
 
 def widget_outputs_without_static(nb) -> list[str]:
@@ -168,6 +182,10 @@ def main(argv=None) -> int:
     differ = sum(c["status"] not in (c["expect"], "checked in full mode") for c in claims)
     if differ:
         problems.append(f"{differ} of {len(claims)} claims differ from what the chapter expects (marked !!)")
+    stderr = stderr_outputs(nb)
+    if stderr:
+        print("\nOutputs on stderr (the book's -W build fails on them):\n  " + "\n  ".join(stderr))
+        problems.append(f"{len(stderr)} outputs on stderr")
     bad = widget_outputs_without_static(nb)
     if bad:
         problems.append(f"widget outputs without a static form: {', '.join(bad)}")

@@ -100,3 +100,15 @@ def test_a_cell_error_shows_the_failing_cell(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "cell 1 failed:\nvalue = 1 / 0" in out and "ZeroDivisionError" in out and "\x1b[" not in out
     assert out.rstrip().splitlines()[-1].startswith("broken: FAILED: a cell raised an error")
+
+
+def test_outputs_on_stderr_are_listed():
+    """The book's -W build stops on a cell that writes to stderr (a library's warning too): the runner says so."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("import warnings")
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="fine\n"),
+                    nbformat.v4.new_output("stream", name="stderr", text="UserWarning: layout changed\n  more\n")]
+    nb.cells = [nbformat.v4.new_markdown_cell("x"), cell]
+    assert execute_notebook.stderr_outputs(nb) == ["cell 1: UserWarning: layout changed"]
