@@ -85,17 +85,14 @@ def static_grid(sliders: dict[str, list], static: dict[str, Sequence] | None, ma
     return grid
 
 
-def static_lines(sliders: dict[str, list], static: dict[str, Sequence] | None, grid: dict[str, list],
-                 points: int) -> dict[str, list]:
+def static_lines(sliders: dict[str, list], grid: dict[str, list], points: int) -> dict[str, list]:
     """The positions of each slider in the static form. A numeric slider whose live form offers at least three
     values gets up to ``points`` evenly spaced values of ``sliders`` together with its values on ``grid``, in
-    increasing order; a menu, a parameter ``static`` fixes (one value on the grid) or a two-valued slider keeps
-    its ``grid`` values. ``static`` is accepted for symmetry with :func:`static_grid` and only checked."""
+    increasing order; a menu, a fixed parameter (one value on the grid) or a two-valued slider keeps its ``grid``
+    values."""
     check_int("points", points, minimum=2)
     if not isinstance(grid, dict) or set(grid) != set(sliders):
         raise ValueError(f"grid must have the names of sliders {sorted(sliders)}")
-    if static is not None and not isinstance(static, dict):
-        raise ValueError(f"static must be a dict name -> values or None, got {static!r}")
     lines = {}
     for name, values in grid.items():
         source = list(sliders[name])
@@ -268,7 +265,7 @@ class SliderFigure:
         self.caption = caption
         self.labels = {n: (labels or {}).get(n, n) for n in sliders}
         self.grid = static_grid(sliders, static, max_frames)
-        self.lines = static_lines(sliders, static, self.grid, line_points)
+        self.lines = static_lines(sliders, self.grid, line_points)
         self.html = static_html(plot_fn, self.grid, initial, dpi=dpi, caption=caption, labels=self.labels,
                                 lines=self.lines)
         self._widget = None

@@ -170,7 +170,7 @@ CASES = [
       "divergence_growth:posnone",
       torch.ones(3), lambda p: (p**2).sum(), lr=0.1, steps=3),
     C(widgets.static_grid, "max_frames:count", {"a": [1, 2, 3]}, None, 4),
-    C(widgets.static_lines, "points:count", {"a": [1, 2, 3]}, None, {"a": [1, 3]}, 5),
+    C(widgets.static_lines, "points:count", {"a": [1, 2, 3]}, {"a": [1, 3]}, 5),
     C(widgets.slider_figure, "plot_fn:callable dpi:count",
       lambda a: __import__("matplotlib.pyplot").pyplot.figure(figsize=(1, 1)), {"a": [1, 2]}),
     # ------------------------------------------------------------------------------------------- shared layers
