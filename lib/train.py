@@ -335,6 +335,7 @@ def train_stacked(
     clip_norm: float | None = None,
     frozen=(),
     device="cpu",
+    randomness: str = "error",
 ) -> StackedResult:
     """Train K independent copies of one small model at once: :func:`train` vectorised over a model axis.
 
@@ -368,9 +369,14 @@ def train_stacked(
             that device, drawn from the CPU ``generator`` and moved (the same seed gives the same batches on every
             device). ``params`` and ``buffers`` of the result stay on ``device``; the history and the divergence
             flags are CPU NumPy arrays.
+        randomness: ``torch.vmap``'s handling of random operations inside ``loss_fn`` (e.g. dropout): "error"
+            (default: none allowed), "different" (each model its own draws) or "same". The draws come from torch's
+            global generator of ``device``: seed it (``torch.manual_seed``) to repeat a run.
     """
     check_int("steps", steps, minimum=0)
     dev = check_device("device", device)
+    if randomness not in ("error", "different", "same"):
+        raise ValueError(f"randomness must be 'error', 'different' or 'same', got {randomness!r}")
     recorded = _optim.record_test(record_every)
     _optim.check_options(lr=lr, optimizer=optimizer, momentum=momentum, nesterov=nesterov, weight_decay=weight_decay,
                          adam_betas=adam_betas, clip_norm=clip_norm, divergence_bound=divergence_bound,
@@ -414,10 +420,11 @@ def train_stacked(
 
     def evaluate(step):
         if batch_fn is None:
-            losses = torch.vmap(loss_one)(state())
+            losses = torch.vmap(loss_one, randomness=randomness)(state())
         else:
             batch = batch_fn(step, generator)
-            losses = torch.vmap(loss_one, in_dims=(0, None if shared_batch else 0))(state(), batch)
+            losses = torch.vmap(loss_one, in_dims=(0, None if shared_batch else 0), randomness=randomness)(
+                state(), batch)
         if tuple(losses.shape) != (K,):
             raise ValueError(f"loss_fn must return a scalar per model, got shape {tuple(losses.shape)[1:]}")
         return losses
@@ -441,7 +448,7 @@ def train_stacked(
         history["lr"].append(lr_t)
         if record is not None:
             with torch.no_grad():
-                stats = torch.vmap(per_model(record, step))(state())
+                stats = torch.vmap(per_model(record, step), randomness=randomness)(state())
             for k, v in stats.items():
                 history.setdefault(k, []).append(mask_dead(v, step))
 

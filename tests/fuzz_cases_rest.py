@@ -154,7 +154,8 @@ CASES += [
     C(diffusion.concept_diffusion_experiment, "deltas:array seeds:array image_size:count variant:option "
       "n_per_class:count channels:array steps:count batch_size:count lr:pos weight_decay:nonneg n_checkpoints:count "
       "first_checkpoint:count samples:count sample_steps:count classifier_steps:count noise_seed:seed "
-      "progress:objectnone threads:count data_range:option", deltas=(0.2, 0.7), seeds=(0,), n_per_class=4,
+      "progress:objectnone threads:count data_range:option dropout:prob learned_schedule:bool clip_norm:posnone",
+      deltas=(0.2, 0.7), seeds=(0,), n_per_class=4,
       channels=(8, 8), steps=2, batch_size=2, n_checkpoints=2, first_checkpoint=1, samples=2, sample_steps=1,
       classifier_steps=1),
 ]

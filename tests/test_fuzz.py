@@ -215,7 +215,10 @@ CASES = [
     C(transformer.Transformer, "cfg:object", SMALL_CFG),
     C(cnn.CNNConfig, "in_channels:count hidden:count heads:count"),
     C(cnn.concept_probs, "x:array batch:count", CNN, IMGS),
-    C(unet.UNetConfig, "in_channels:count blocks:count cond_dim:count emb_dim:count groups:count"),
+    C(unet.UNetConfig, "in_channels:count blocks:count cond_dim:count emb_dim:count groups:count dropout:prob"),
+    C(unet.ScheduledUNet, "unet:object gamma_min:real gamma_max:real", unet.CondUNet(UNET_CFG)),
+    C(diffusion.vdm_loss, "model:object data_noise:pos", unet.ScheduledUNet(unet.CondUNet(UNET_CFG)),
+      torch.zeros(2, 3, 8, 8), torch.zeros(2, 4), torch.rand(2), torch.zeros(2, 3, 8, 8), torch.zeros(2, 3, 8, 8)),
     C(unet.timestep_embedding, "t:object dim:count max_period:pos", torch.rand(3), 8),
     C(unet.ResBlock, "cin:count cout:count emb_dim:count groups:count", 8, 8, 8, 4),
     C(gnn.GINLayer, "d_in:count d_out:count width:count mlp_depth:count train_eps:bool eps:real", 2, 3),
@@ -342,8 +345,8 @@ CASES = [
     C(diffusion.log_checkpoints, "first:count last:count n:count", 1, 100, 5),
     C(diffusion.learned_step, "values:array steps:array level:real", Y8[::-1], T8, 0.5),
     C(diffusion.train_ensemble, "steps:count batch_size:count lr:pos weight_decay:nonneg sample_steps:count "
-      "keep_images:count", [unet.CondUNet(UNET_CFG)], torch.zeros(1, 4, 3, 8, 8), torch.zeros(1, 4, 4), steps=1,
-      batch_size=2),
+      "keep_images:count objective:option clip_norm:posnone", [unet.CondUNet(UNET_CFG)], torch.zeros(1, 4, 3, 8, 8),
+      torch.zeros(1, 4, 4), steps=1, batch_size=2),
     # ---------------------------------------------------------------------------------------------- Part IV
     C(telling_graphs_apart.walk_counts, "K:count", G6, 3),
     C(telling_graphs_apart.operator_stack, "operator:option K:count", G6, "A", 2),
@@ -489,7 +492,8 @@ CASES = [
     C(config.check_positive, "allow_zero:bool", "value", 1.0),
     C(train.train_stacked, "loss_fn:callable lr:pos steps:count optimizer:option record_every:count "
       "divergence_bound:pos divergence_factor:posnone divergence_growth:posnone momentum:nonneg "
-      "weight_decay:nonneg", {"w": torch.ones(2, 3)}, lambda p: (p["w"] ** 2).sum(), lr=0.1, steps=3),
+      "weight_decay:nonneg randomness:option", {"w": torch.ones(2, 3)}, lambda p: (p["w"] ** 2).sum(), lr=0.1,
+      steps=3),
     C(sim_one_layer.affine_flow, "mu:array sigma:array times:array origin_cluster:bool", MU2, SIG2, T8),
     C(sim_one_layer.one_layer_gd_moments, "A:array lr:pos steps:count z:array record_every:count",
       np.diag([1.0, 2.0]), 0.1, 5, z=np.ones(2)),

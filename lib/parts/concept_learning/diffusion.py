@@ -25,6 +25,7 @@ from __future__ import annotations
 import copy
 import ctypes
 import ctypes.util
+import math
 import time
 from dataclasses import dataclass
 
@@ -107,6 +108,35 @@ def diffusion_loss(eps_fn, schedule: VPSchedule, x: torch.Tensor, cond: torch.Te
     return ((eps - eps_fn(z, t, cond)) ** 2).mean()
 
 
+def vdm_loss(model, x: torch.Tensor, cond: torch.Tensor, t: torch.Tensor, eps: torch.Tensor, eps0: torch.Tensor,
+             *, data_noise: float = 1e-3) -> torch.Tensor:
+    """The continuous-time VDM bound (Kingma et al. 2021, Eq. 11) in bits per dimension, averaged over the batch,
+    for a denoiser with a learned linear schedule (``lib.models.unet.ScheduledUNet``), as Park et al.'s code trains.
+
+    Three terms per image: diffusion ``0.5 gamma'(t) ||eps - eps_hat(z_t, t)||^2`` (``gamma' = |gamma_w|``);
+    latent ``KL(q(z_1 | x) || N(0, I))``; reconstruction ``-log N(x; z_0 / alpha_0, data_noise^2)`` with
+    ``z_0 = alpha_0 x + sigma_0 eps0``. x, eps, eps0 (B, C, S, S); t (B,) in [0, 1]; cond (B, cond_dim).
+    Runs under ``torch.func.vmap``, so the tensors' values are not checked.
+    """
+    check_positive("data_noise", data_noise)
+    if not (callable(getattr(model, "gamma", None)) and hasattr(model, "gamma_w")):
+        raise ValueError("model must have a learned schedule (lib.models.unet.ScheduledUNet)")
+    for name, value in (("x", x), ("cond", cond), ("t", t), ("eps", eps), ("eps0", eps0)):
+        if not torch.is_tensor(value):
+            raise ValueError(f"{name} must be a tensor, got {type(value).__name__}")
+    bpd = 1.0 / (x[0].numel() * math.log(2.0))
+    shape = (-1,) + (1,) * (x.dim() - 1)
+    g = model.gamma(t).reshape(shape)
+    z = torch.sigmoid(-g).sqrt() * x + torch.sigmoid(g).sqrt() * eps
+    diffusion = 0.5 * model.gamma_w.abs() * ((eps - model(z, t, cond)) ** 2).flatten(1).sum(-1)
+    var1 = torch.sigmoid(model.gamma(torch.ones((), dtype=x.dtype, device=x.device)))
+    latent = (0.5 * (var1 + (1 - var1) * x ** 2 - torch.log(var1) - 1)).flatten(1).sum(-1)
+    g0 = model.gamma(torch.zeros((), dtype=x.dtype, device=x.device))
+    resid = (torch.sigmoid(g0) / torch.sigmoid(-g0)).sqrt() * eps0  # x - z_0 / alpha_0, up to its sign
+    recon = (resid ** 2 / (2 * data_noise ** 2) + math.log(data_noise) + 0.5 * math.log(2 * math.pi)).flatten(1).sum(-1)
+    return (bpd * (diffusion + latent + recon)).mean()
+
+
 @torch.no_grad()
 def ddim_sample(eps_fn, schedule: VPSchedule, noise: torch.Tensor, cond: torch.Tensor, *, steps: int = 25,
                 clip: float | None = 1.0) -> torch.Tensor:
@@ -155,7 +185,7 @@ class Ensemble:
         params, buffers = stack_module_state(models)
         self.params = {k: v.detach().clone().requires_grad_(True) for k, v in params.items()}
         self.buffers = buffers
-        self.base = copy.deepcopy(models[0]).to("meta")
+        self.base = copy.deepcopy(models[0]).to("meta").eval()  # sampling: dropout (if any) off
 
     def _one(self, p, b, z, t, c):
         return functional_call(self.base, (p, b), (z, t, c))
@@ -191,7 +221,8 @@ def train_ensemble(models: list[torch.nn.Module], images: torch.Tensor, cond: to
                    weight_decay: float = 0.01, checkpoints=(), prompt: torch.Tensor | None = None,
                    noise: torch.Tensor | None = None, readout=None, sample_steps: int = 25, keep_images: int = 8,
                    seed: int = 0, progress=None, trim_every: int = 200, data_range: str = "symmetric",
-                   fresh_noise_seed: int | None = None, device="cpu") -> dict:
+                   fresh_noise_seed: int | None = None, objective: str = "eps", clip_norm: float | None = None,
+                   device="cpu") -> dict:
     """Train K denoisers (model k on ``images[k]``, ``cond[k]``) with AdamW on :func:`diffusion_loss`.
 
     Args:
@@ -205,6 +236,13 @@ def train_ensemble(models: list[torch.nn.Module], images: torch.Tensor, cond: to
         fresh_noise_seed: None (default) samples every checkpoint from ``noise`` (common random numbers); an int
             draws a fresh starting noise of ``noise``'s shape at every checkpoint from a generator seeded with
             it, as Park et al.'s code does (``noise`` then only gives the shape).
+        objective: "eps" (default) the plain eps-prediction loss on the fixed ``schedule``; "vdm" the VDM bound
+            of :func:`vdm_loss` with antithetic diffusion times, for models with a learned schedule
+            (``lib.models.unet.ScheduledUNet``; ``schedule`` is then unused), as in Park et al.'s code; each
+            model samples its checkpoints with its own learned schedule.
+        clip_norm: clip each model's global gradient norm to this value (Park et al.'s code: 0.01); None: none.
+            Models with dropout layers train with independent dropout draws per model, from torch's generator
+            seeded with ``seed`` (the caller's global random state is left as it was).
         keep_images: how many of the sampled images per model and checkpoint to keep (float16, in [0, 1]).
         trim_every: every that many steps, return freed memory to the system (:func:`release_freed_memory`;
             0 never): without it the resident memory of a long run grows to several GB.
@@ -234,6 +272,12 @@ def train_ensemble(models: list[torch.nn.Module], images: torch.Tensor, cond: to
         raise ValueError(f"data_range must be 'symmetric' or 'unit', got {data_range!r}")
     if fresh_noise_seed is not None:
         check_seed("fresh_noise_seed", fresh_noise_seed)
+    if objective not in ("eps", "vdm"):
+        raise ValueError(f"objective must be 'eps' or 'vdm', got {objective!r}")
+    if objective == "vdm" and not all(hasattr(m, "gamma_b") and hasattr(m, "gamma_w") for m in models):
+        raise ValueError("models must have a learned schedule (lib.models.unet.ScheduledUNet) for objective='vdm'")
+    if clip_norm is not None:
+        check_positive("clip_norm", clip_norm)
     check_positive("lr", lr)
     check_positive("weight_decay", weight_decay, allow_zero=True)
     check_seed("seed", seed)
@@ -268,8 +312,14 @@ def train_ensemble(models: list[torch.nn.Module], images: torch.Tensor, cond: to
         eps_fn = lambda zz, tt, cc: ens.eps(zz.view(K, n, *zz.shape[1:]), tt.view(K, n),  # noqa: E731
                                             cc.view(K, n, -1)).reshape(K * n, *zz.shape[1:])
         with torch.no_grad():
-            x = ddim_sample(eps_fn, schedule, z.reshape(K * n, *noise.shape[1:]), c.reshape(K * n, -1),
-                            steps=sample_steps)
+            if objective == "eps":
+                x = ddim_sample(eps_fn, schedule, z.reshape(K * n, *noise.shape[1:]), c.reshape(K * n, -1),
+                                steps=sample_steps)
+            else:  # each model with its own learned schedule gamma_b + |gamma_w| t
+                x = torch.cat([ddim_sample(lambda zz, tt, cc, k=k: ens._one(
+                    {n_: v[k] for n_, v in params.items()}, {n_: v[k] for n_, v in ens.buffers.items()}, zz, tt, cc),
+                    VPSchedule(float(params["gamma_b"][k]), float(params["gamma_b"][k] + params["gamma_w"][k].abs())),
+                    z[k], c[k], steps=sample_steps) for k in range(K)])
             img = (((x + 1) / 2) if data_range == "symmetric" else x).clamp(0, 1)
             coords = readout(img).reshape(K, n, -1)
         hist["checkpoint"].append(step)
@@ -279,12 +329,19 @@ def train_ensemble(models: list[torch.nn.Module], images: torch.Tensor, cond: to
     def batch(step, gen):  # model k: a fresh minibatch of its own images, diffusion times and noise
         idx = torch.randint(N, (K, batch_size), generator=gen).to(dev)  # drawn on the CPU, then moved
         x, c = images[ar, idx], cond[ar, idx]
+        if objective == "vdm":  # antithetic times (one uniform offset per model), as in VDM
+            t0 = torch.rand(K, 1, generator=gen, dtype=x.dtype) / batch_size
+            t = (t0 + torch.arange(batch_size, dtype=x.dtype) / batch_size).to(dev)
+            eps, eps0 = (torch.randn(x.shape, generator=gen, dtype=x.dtype).to(dev) for _ in range(2))
+            return x, c, t, eps, eps0
         t = torch.rand(K, batch_size, generator=gen, dtype=x.dtype).to(dev)
         eps = torch.randn(x.shape, generator=gen, dtype=x.dtype).to(dev)
         alpha, sigma = schedule.alpha_sigma(t[..., None, None, None])
         return alpha * x + sigma * eps, t, c, eps
 
-    def loss(model, b):  # Eq. of diffusion_loss, on model k's batch
+    def loss(model, b):  # Eq. of diffusion_loss (or vdm_loss), on model k's batch
+        if objective == "vdm":
+            return vdm_loss(model, *b)
         z, t, c, eps = b
         return ((eps - model(z, t, c)) ** 2).mean()
 
@@ -298,9 +355,13 @@ def train_ensemble(models: list[torch.nn.Module], images: torch.Tensor, cond: to
         if trim_every and (step + 1) % trim_every == 0:
             release_freed_memory()
 
-    res = train_stacked(models, loss, lr=lr, steps=steps, optimizer="adamw", weight_decay=weight_decay,
-                        batch_fn=batch, generator=torch.Generator().manual_seed(int(seed)), callbacks=[after_update],
-                        progress=bool(progress), device=dev)
+    random_layers = any(isinstance(m, torch.nn.Dropout) and m.p > 0 for m in models[0].modules())
+    with torch.random.fork_rng(devices=[dev] if dev.type == "cuda" else []):
+        torch.manual_seed(int(seed))  # the dropout draws, if any
+        res = train_stacked(models, loss, lr=lr, steps=steps, optimizer="adamw", weight_decay=weight_decay,
+                            batch_fn=batch, generator=torch.Generator().manual_seed(int(seed)),
+                            callbacks=[after_update], progress=bool(progress), clip_norm=clip_norm,
+                            randomness="different" if random_layers else "error", device=dev)
     # train_stacked logs the loss of each step's batch before its update, and one more batch after the last update
     out = {k: np.asarray(v) for k, v in hist.items()}
     out["step"] = res.history["step"][:-1] + 1
@@ -381,7 +442,8 @@ def concept_diffusion_experiment(deltas=(0.1, 0.8), seeds=(0,), image_size: int 
                                  sample_steps: int = 20, classifier_steps: int = 600, noise_seed: int = 1234,
                                  progress=None, threads: int = 1, data_range: str = "symmetric",
                                  zero_init: bool = False, residual_out: bool = False,
-                                 fresh_noise: bool = False, device: str = "cpu") -> dict:
+                                 fresh_noise: bool = False, dropout: float = 0.0, learned_schedule: bool = False,
+                                 clip_norm: float | None = None, device: str = "cpu") -> dict:
     """Train one conditional denoiser per (colour signal, seed) on the classes 00, 01, 10 and read out the
     held-out prompt (blue, small) in concept space at log-spaced checkpoints (Yang et al. 2025, Fig. 6).
 
@@ -391,7 +453,10 @@ def concept_diffusion_experiment(deltas=(0.1, 0.8), seeds=(0,), image_size: int 
     Options for the training details of Park et al.'s released code (the defaults are the chapter's design):
     ``data_range="unit"`` trains on images in [0, 1] instead of [-1, 1]; ``zero_init`` and ``residual_out`` are
     the U-Net options of ``lib.models.unet.UNetConfig``; ``fresh_noise`` samples every checkpoint from a fresh
-    starting noise instead of the same one.
+    starting noise instead of the same one; ``dropout`` the U-Net's dropout rate in training (the code: 0.1);
+    ``learned_schedule`` trains each denoiser's own linear noise schedule with the VDM bound
+    (``objective="vdm"`` of :func:`train_ensemble`); ``clip_norm`` clips each model's gradient norm (the code:
+    0.01).
 
     ``device`` (``"cpu"``, ``"cuda"``, ...; :func:`lib.config.check_device`): where the classifier and the
     denoisers train and sample. Initial weights, data and every random draw are made on the CPU from the same
@@ -402,10 +467,11 @@ def concept_diffusion_experiment(deltas=(0.1, 0.8), seeds=(0,), image_size: int 
         dict of NumPy arrays: ``deltas`` (D,) the colour signals, ``seeds`` (R,), ``checkpoint`` (P,) the
         sampling steps, ``concepts`` (D, R, P, samples, 2) with per-image ``(P(blue), P(small))``, ``images``
         (D, R, P, keep, 3, S, S) float16, ``loss`` (steps, D, R), ``diverged`` (D, R) bool (a non-finite loss),
-        ``classifier_accuracy`` (2,) of the concept classifier, ``seconds`` (wall time).
+        ``classifier_accuracy`` (2,) of the concept classifier, ``seconds`` (wall time); with
+        ``learned_schedule`` also ``gamma_ends`` (D, R, 2), each trained schedule's ``(gamma(0), gamma(1))``.
     """
     from lib.models.cnn import concept_probs
-    from lib.models.unet import CondUNet, UNetConfig
+    from lib.models.unet import CondUNet, ScheduledUNet, UNetConfig
     from lib.parts.concept_learning.shapes import HELD_OUT, TRAIN_CLASSES, circles_color_size, class_conditioning
 
     deltas = tuple(float(d) for d in check_array("deltas", deltas, ndim=1))
@@ -422,6 +488,10 @@ def concept_diffusion_experiment(deltas=(0.1, 0.8), seeds=(0,), image_size: int 
     for name, value in (("zero_init", zero_init), ("residual_out", residual_out), ("fresh_noise", fresh_noise)):
         if not isinstance(value, bool):
             raise ValueError(f"{name} must be a bool, got {value!r}")
+    check_bool("learned_schedule", learned_schedule)
+    check_range("dropout", dropout, 0.0, 1.0, hi_open=True)
+    if clip_norm is not None:
+        check_positive("clip_norm", clip_norm)
     start = time.perf_counter()
     check_int("threads", threads, minimum=1)
     dev = check_device("device", device)
@@ -436,8 +506,9 @@ def concept_diffusion_experiment(deltas=(0.1, 0.8), seeds=(0,), image_size: int 
         conds.append(torch.tensor(c, dtype=torch.float32))
         prompts.append(torch.tensor(class_conditioning(d, [HELD_OUT])[0], dtype=torch.float32))
         torch.manual_seed(10_000 + s)  # the same initialisation for every colour signal of one seed
-        models.append(CondUNet(UNetConfig(channels=tuple(channels), zero_init=zero_init,
-                                          residual_out=residual_out)).float())
+        unet = CondUNet(UNetConfig(channels=tuple(channels), zero_init=zero_init, residual_out=residual_out,
+                                   dropout=float(dropout))).float()
+        models.append(ScheduledUNet(unet) if learned_schedule else unet)
     noise = torch.randn(samples, 3, image_size, image_size, generator=torch.Generator().manual_seed(noise_seed),
                         dtype=torch.float32)
     hist = train_ensemble(models, torch.stack(imgs), torch.stack(conds), steps=steps, batch_size=batch_size,
@@ -445,7 +516,8 @@ def concept_diffusion_experiment(deltas=(0.1, 0.8), seeds=(0,), image_size: int 
                           checkpoints=log_checkpoints(first_checkpoint, steps, n_checkpoints),
                           prompt=torch.stack(prompts), noise=noise, readout=lambda im: concept_probs(clf, im),
                           sample_steps=sample_steps, seed=12_345, progress=progress, data_range=data_range,
-                          fresh_noise_seed=noise_seed + 1 if fresh_noise else None, device=dev)
+                          fresh_noise_seed=noise_seed + 1 if fresh_noise else None,
+                          objective="vdm" if learned_schedule else "eps", clip_norm=clip_norm, device=dev)
     D, R = len(deltas), len(seeds)
     P = len(hist["checkpoint"])
     return dict(
@@ -454,6 +526,8 @@ def concept_diffusion_experiment(deltas=(0.1, 0.8), seeds=(0,), image_size: int 
         images=hist["images"].reshape(P, D, R, *hist["images"].shape[2:]).transpose(1, 2, 0, 3, 4, 5, 6),
         loss=hist["loss"].reshape(-1, D, R), diverged=hist["diverged"].reshape(D, R),
         classifier_accuracy=acc, seconds=time.perf_counter() - start,
+        **({"gamma_ends": np.array([[float(sd["gamma_b"]), float(sd["gamma_b"] + sd["gamma_w"].abs())]
+                                    for sd in hist["state_dicts"]]).reshape(D, R, 2)} if learned_schedule else {}),
     )
 
 

@@ -244,6 +244,47 @@ def test_authors_code_options():
         diffusion.concept_diffusion_experiment(**tiny, fresh_noise=1)
 
 
+def test_dropout_learned_schedule_and_clip_options():
+    """Dropout 0 builds exactly the plain U-Net; dropout acts in training only; the learned schedule starts as the
+    fixed one, its VDM bound at initialisation is dominated by the reconstruction term, and training drifts
+    gamma(0) down as in Park et al.'s code; a seeded dropout run repeats exactly."""
+    from lib.models.unet import ScheduledUNet
+
+    torch.manual_seed(0)
+    plain = CondUNet(UNetConfig(channels=(8, 16), emb_dim=16, groups=4))
+    torch.manual_seed(0)
+    drop = CondUNet(UNetConfig(channels=(8, 16), emb_dim=16, groups=4, dropout=0.5))
+    z, t, c = torch.randn(2, 3, 8, 8), torch.rand(2), torch.rand(2, 4)
+    drop.eval()
+    torch.testing.assert_close(drop(z, t, c), plain(z, t, c))
+    drop.train()
+    assert not torch.allclose(drop(z, t, c), plain(z, t, c))
+    sched = ScheduledUNet(plain)
+    torch.testing.assert_close(sched(z, t, c), plain(z, t, c))
+    torch.testing.assert_close(sched.gamma(torch.tensor([0.0, 1.0])), torch.tensor([-5.0, 10.0]))
+    x = torch.rand(4, 3, 8, 8) * 2 - 1
+    eps0 = torch.randn_like(x)
+    with torch.no_grad():
+        bound = diffusion.vdm_loss(sched, x, torch.rand(4, 4), torch.rand(4), torch.randn_like(x), eps0)
+    recon = ((np.exp(-5.0) * eps0 ** 2 / 2e-6 + np.log(1e-3) + 0.5 * np.log(2 * np.pi)).mean() / np.log(2.0))
+    assert 0.99 * float(recon) < float(bound) < float(recon) + 20  # the other two terms are a few bits
+    tiny = dict(deltas=(0.7,), seeds=(0,), n_per_class=8, steps=4, batch_size=4, n_checkpoints=2,
+                first_checkpoint=1, samples=2, sample_steps=2, classifier_steps=2, channels=(8, 8))
+    learned = diffusion.concept_diffusion_experiment(**tiny, learned_schedule=True, clip_norm=0.01)
+    assert learned["gamma_ends"].shape == (1, 1, 2) and learned["gamma_ends"][0, 0, 0] < -5.0
+    assert np.all(learned["loss"] > 1000)  # bits per dimension, the reconstruction term
+    one = diffusion.concept_diffusion_experiment(**tiny, dropout=0.1)
+    two = diffusion.concept_diffusion_experiment(**tiny, dropout=0.1)
+    base = diffusion.concept_diffusion_experiment(**tiny)
+    np.testing.assert_array_equal(one["loss"], two["loss"])
+    assert not np.array_equal(one["loss"], base["loss"])
+    with pytest.raises(ValueError, match="objective"):
+        diffusion.train_ensemble([plain], torch.zeros(1, 4, 3, 8, 8), torch.zeros(1, 4, 4), steps=1,
+                                 objective="vdm")
+    with pytest.raises(ValueError, match="dropout"):
+        UNetConfig(dropout=1.0)
+
+
 def test_fig6_verdicts_on_a_synthetic_run():
     """Colour first at the strong signal, size first at the weak one, with a clear bend: the rules say so."""
     from lib.parts.concept_learning.diffusion_variants import fig6_verdicts, verdict_line
