@@ -107,6 +107,8 @@ CASES = [
       "width:count steps:count lr:pos", [0.0], [0], n_major=20, n_minor=8, n_aug=2, width=4, steps=1),
     C(gcn_sampling.train_sampled_gcn, "problem:object Y:array masks:object sampler:option p_star:array keep:prob "
       "m:count steps:count lr:pos seed:seed", GCN_PR, GCN_Y, GCN_MASKS, m=4, steps=1, lr=1e-2),
+    C(gcn_sampling.train_sampled_gcn, "method:option batch:count inner:count eps0:prob c0:pos", GCN_PR, GCN_Y,
+      GCN_MASKS, m=4, steps=2, lr=1e-3, method="algorithm2", batch=2, inner=1, eps0=0.01, c0=10.0),
     C(gcn_sampling.omega_width_sweep, "sizes:array degree_pairs:object p_star:array omegas:array widths:array "
       "omega_fixed:count m:count steps:count lr:pos seeds:array keep:prob graph_seed:seed",
       degree_pairs=((8, 2),), omegas=(20,), widths=(4,), omega_fixed=20, **GCN_SWEEP),

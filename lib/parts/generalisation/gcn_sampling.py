@@ -6,6 +6,10 @@ each step (the group sampler of Section 5.3.2 or FastGCN, :mod:`lib.graphs.sampl
 nodes with the effective adjacency :math:`A^*` (Section 5.3.3). Labels come from the teacher (5.20)
 :math:`y = (\\sin(\\hat AXW^*)\\odot\\tanh(\\hat AXW^*))C^*`.
 
+``method="algorithm2"`` trains instead by Algorithm 2 of the thesis as written (noisy mini-batch SGD on (5.11) with
+sign masks, smoothing noise, Table 5.1's regularisers and weight-decay rounds), through
+:func:`lib.train.train` as well.
+
 Runs that share a graph and a sampler (several label sets :math:`\\Omega`, several teachers, several seeds) are
 trained together as the copies of one :class:`~lib.models.gcn.GCN3`: one sparse product per layer for all of
 them, and one sampled matrix per layer and step shared by all copies.
@@ -140,6 +144,11 @@ def train_sampled_gcn(
     lr: float = 1e-3,
     seed: int = 0,
     device="cpu",
+    method: str = "adam",
+    batch: int = 5,
+    inner: int = 1,
+    eps0: float = 0.01,
+    c0: float = 4000.0,
 ) -> dict:
     """Train ``copies`` GCNs (5.4) by full-batch Adam with topology sampling; test on the unlabelled nodes.
 
@@ -162,12 +171,24 @@ def train_sampled_gcn(
         seed: seed of the initialisation and of the sampling.
         device: where to train (:func:`lib.config.check_device`); the weights are initialised and every sampled
             matrix drawn on the CPU from the same seeds and moved there; the errors are CPU arrays.
+        method: ``"adam"`` (the book's loop above) or ``"algorithm2"``: Algorithm 2 of the thesis as written
+            (:func:`_algorithm2`), with ``lr`` its step size :math:`\\eta` and ``steps`` its :math:`TT_w` SGD
+            iterations; the arguments below are used only by it.
+        batch: Algorithm 2's mini-batch :math:`|\\Omega^s|` of labelled nodes per step (1 to :math:`|\\Omega|`).
+        inner: Algorithm 2's inner iterations :math:`T_w` per weight-decay round (divides ``steps``).
+        eps0: :math:`\\epsilon_0` of Table 5.1, in (0, 1/100].
+        c0: :math:`C_0` of Table 5.1 (> 0), which sets :math:`\\lambda_w = 2\\epsilon_0 m^{3-0.002}/C_0^4`.
 
     Returns:
         dict with ``test_error`` and ``train_error`` (copies,) relative MSEs, ``loss`` (the recorded loss curve),
         ``diverged`` and ``diverged_step`` (-1 if it did not diverge).
     """
     check_in("sampler", sampler, ("group", "fastgcn", "none"))
+    check_in("method", method, ("adam", "algorithm2"))
+    check_int("batch", batch, minimum=1)
+    check_int("inner", inner, minimum=1)
+    check_range("eps0", eps0, 0.0, 0.01, lo_open=True)
+    check_positive("c0", c0)
     check_int("m", m, minimum=1)
     check_int("steps", steps, minimum=1)
     check_positive("lr", lr)
@@ -194,6 +215,13 @@ def train_sampled_gcn(
         s = sampling.sampler_by_name(sampler, A, problem["groups"], p_star, keep)
         draw, A_pred = (lambda g: tuple(s.sample(g) for _ in range(3))), s.effective
     model = GCN3(X.shape[1], m, m, Y.shape[-1], copies=copies, generator=torch.Generator().manual_seed(seed))
+    if method == "algorithm2":
+        if steps % inner:
+            raise ValueError(f"inner must divide steps ({steps}), got {inner}")
+        if batch > int(masks.sum(1).min()):
+            raise ValueError(f"batch must be at most the smallest |Omega| ({int(masks.sum(1).min())}), got {batch}")
+        return _algorithm2(model, draw, A_pred, X, Y, masks, lr=lr, steps=steps, batch=batch, inner=inner,
+                           eps0=eps0, c0=c0, seed=seed, dev=dev)
     w = masks.to(X.dtype)[..., None] / masks.sum(1).to(X.dtype)[:, None, None]
     X, Y, w, masks, A_pred = (t.to(dev) for t in (X, Y, w, masks, A_pred))  # no-ops on the CPU
 
@@ -216,6 +244,97 @@ def train_sampled_gcn(
         pred = model(A_pred, X)
         test = relative_mse(pred, Y, ~masks)
         fit = relative_mse(pred, Y, masks)
+    return {
+        "test_error": test.cpu().numpy(),
+        "train_error": fit.cpu().numpy(),
+        "loss": np.asarray(res.history["loss"]),
+        "diverged": bool(res.diverged),
+        "diverged_step": -1 if res.diverged_step is None else int(res.diverged_step),
+    }
+
+
+def _alg2_weights(W0, V0, p: dict, lam: float, w_rho, v_rho, signs) -> dict:
+    """The weights of (5.11), :math:`\\sqrt\\lambda(W^{(0)}+W^\\rho+W\\Sigma)` and
+    :math:`\\sqrt\\lambda(V^{(0)}+V^\\rho+\\Sigma V)`, per copy: ``signs`` (copies, m1) is the diagonal of
+    :math:`\\Sigma`, which scales the columns of ``p["W"]`` (copies, d, m1) and the rows of ``p["V"]`` (copies, m1, m2).
+    """
+    root = lam**0.5
+    return {"W": root * (W0 + w_rho + p["W"] * signs[:, None, :]),
+            "V": root * (V0 + v_rho + signs[:, :, None] * p["V"])}
+
+
+def _algorithm2(model, draw, A_pred, X, Y, masks, *, lr, steps, batch, inner, eps0, c0, seed, dev) -> dict:
+    """Algorithm 2 of the thesis (Section 5.3.3, (5.11), Table 5.1) on the copies of ``model``, through
+    :func:`lib.train.train`.
+
+    The trained variables are the updates :math:`W, V`, started at 0 (line 3); the initial weights
+    :math:`W^{(0)}, V^{(0)}` and :math:`B_1, B_2, C` of ``model`` stay fixed. Step :math:`s` lies in the outer round
+    :math:`t = \\lfloor s/T_w \\rfloor` with :math:`\\lambda_t = (1-\\eta)^t` (line 6), and descends the stochastic
+    objective (5.11): :math:`L_{\\Omega^s}` of the GCN with weights :math:`\\sqrt{\\lambda_t}(W^{(0)}+W^\\rho+W\\Sigma)`
+    and :math:`\\sqrt{\\lambda_t}(V^{(0)}+V^\\rho+\\Sigma V)` and the sampled matrices :math:`A^s` (one per layer),
+    plus :math:`\\lambda_w\\|\\sqrt{\\lambda_t}W\\|_{2,4}^4+\\lambda_v\\|\\sqrt{\\lambda_t}V\\|_F^2` (the (2,4)-norm
+    over the columns of :math:`W`, one per neuron). Each step draws a batch of ``batch`` labelled nodes per copy,
+    the perturbations :math:`W^\\rho_{ij}\\sim\\mathcal N(0,\\sigma_w^2)`, :math:`V^\\rho_{ij}\\sim\\mathcal N(0,
+    \\sigma_v^2)` and the sign mask :math:`\\Sigma=\\mathrm{diag}(\\pm1)` (:math:`m_1` fair signs), all per copy.
+    Table 5.1 sets :math:`\\lambda_v=2\\epsilon_0m/m^{0.99}`, :math:`\\lambda_w=2\\epsilon_0m^{2.998}/C_0^4`,
+    :math:`\\sigma_v=m^{-0.51}`, :math:`\\sigma_w=m^{-0.99}`. "Noisy SGD" (footnote 25) is plain SGD plus a
+    Gaussian perturbation whose size the thesis does not give: after each step a callback subtracts
+    :math:`\\eta\\xi` with :math:`\\xi` Gaussian of expected squared norm 1 per copy (the unit noise of the
+    reference it cites), so the step is exactly :math:`\\theta\\leftarrow\\theta-\\eta(\\nabla+\\xi)`.
+
+    The output (line 8) is :math:`\\sqrt{\\lambda_{T-1}}(W^{(0)}+W^\\rho+W_T\\Sigma)` and
+    :math:`\\sqrt{\\lambda_{T-1}}(V^{(0)}+V^\\rho+\\Sigma V_T)` with one fresh draw of :math:`W^\\rho, V^\\rho,
+    \\Sigma`; it predicts with ``A_pred`` (:math:`A^*`). Returns the keys of :func:`train_sampled_gcn`.
+    """
+    model.to(dev)
+    copies, d, m1 = model.W.shape
+    m2 = model.V.shape[2]
+    lam_v, lam_w = 2 * eps0 * m2 / m1**0.99, 2 * eps0 * m1**2.998 / c0**4
+    sig_w, sig_v = 1 / m1**0.99, 1 / m2**0.51
+    n_entries = d * m1 + m1 * m2
+    X, Y, masks, A_pred = (t.to(dev) for t in (X, Y, masks, A_pred))
+    W0, V0 = model.W.detach(), model.V.detach()
+    params = {"W": torch.zeros_like(W0), "V": torch.zeros_like(V0)}
+
+    def perturb(g):
+        """W^rho, V^rho and the signs of Sigma, drawn on the CPU and moved to the device."""
+        w_rho = torch.randn(copies, d, m1, generator=g, dtype=W0.dtype) * sig_w
+        v_rho = torch.randn(copies, m1, m2, generator=g, dtype=W0.dtype) * sig_v
+        signs = torch.randint(0, 2, (copies, m1), generator=g).to(W0.dtype) * 2 - 1
+        return w_rho.to(dev), v_rho.to(dev), signs.to(dev)
+
+    def weights(p, lam, w_rho, v_rho, signs):
+        return _alg2_weights(W0, V0, p, lam, w_rho, v_rho, signs)
+
+    def batch_fn(step, g):
+        adjs = tuple(a.to(dev) for a in draw(g))
+        nodes = torch.multinomial(masks.cpu().to(W0.dtype), batch, replacement=False, generator=g).to(dev)
+        return adjs, nodes, (1 - lr) ** (step // inner), perturb(g)
+
+    def loss_fn(p, b):
+        adjs, nodes, lam, noise = b
+        pred = torch.func.functional_call(model, weights(p, lam, *noise), (adjs, X))
+        rows = torch.arange(copies, device=nodes.device)[:, None]
+        fit = ((pred[rows, nodes] - Y[rows, nodes]) ** 2).mean((1, 2)).sum()
+        reg = lam_w * lam**2 * (p["W"].norm(dim=1) ** 4).sum() + lam_v * lam * (p["V"] ** 2).sum()
+        return fit + reg
+
+    g_noise = torch.Generator().manual_seed(seed + 54321)
+
+    def noisy(p, step, loss):
+        with torch.no_grad():
+            for k in ("W", "V"):
+                xi = torch.randn(p[k].shape, generator=g_noise, dtype=p[k].dtype) / n_entries**0.5
+                p[k].sub_(lr * xi.to(dev))
+
+    res = train(params, loss_fn, lr=lr, steps=steps, optimizer="sgd", batch_fn=batch_fn, callbacks=(noisy,),
+                generator=torch.Generator().manual_seed(seed + 12345), record_every=max(1, steps // 50),
+                progress=False, device=dev)
+    rounds = steps // inner
+    out = weights(params, (1 - lr) ** max(rounds - 1, 0), *perturb(torch.Generator().manual_seed(seed + 999)))
+    with torch.no_grad():
+        pred = torch.func.functional_call(model, out, (A_pred, X))
+        test, fit = relative_mse(pred, Y, ~masks), relative_mse(pred, Y, masks)
     return {
         "test_error": test.cpu().numpy(),
         "train_error": fit.cpu().numpy(),

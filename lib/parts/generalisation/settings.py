@@ -74,6 +74,11 @@ GCN_PAPER_SCALE = {
     "omegas": (200, 500, 1000, 1500),
     "widths": (50, 100, 200, 500),
 }
+#: Algorithm 2 as run by the chapter: Section 5.4's step size, batch and iteration count (TT_w = 4|Omega|);
+#: T_w = 1 (the thesis gives only the product; one step per weight-decay round comes closest to Lemma D.2.14's
+#: T = Theta(log(log m / eps0) / eta) rounds); Table 5.1 with eps0 = 1/100 (its largest) and C0 = p1^2 p2 K^2 =
+#: 10^2 * 10 * 2^2 (the displayed factors of its O-tilde, the other constants set to 1).
+GCN_ALGORITHM2 = {"lr": 1e-3, "batch": 5, "iterations_per_label": 4, "inner": 1, "eps0": 0.01, "c0": 4000.0}
 # ---------------------------------------------------------------- chapter 3 (thesis ch. 4): group imbalance
 
 #: Sec. 4.5.1 of the thesis: the common synthetic setting (W* entries N(0, 1); local random start of radius 0.1).

@@ -80,3 +80,52 @@ def test_symmetric_spread_zeroes_dropped_rows(problem):
     assert out["dropped_row"][1] > 0.5 * out["inf_star"]
     with pytest.raises(ValueError, match="draws"):
         gs.symmetric_spread(problem, (0.7, 0.3), (0.9,), draws=1)
+
+
+def _alg2_problem(problem):
+    A_star = sampling.effective_adjacency(problem["A"], problem["groups"], (0.7, 0.3))
+    Y = gs.sin_tanh_labels(A_star, problem["X"], problem["W_star"], problem["C_star"])
+    return Y, gs.label_masks(120, (40,), (0, 1))
+
+
+def test_algorithm2_weights_apply_the_sign_mask_as_written():
+    g = torch.Generator().manual_seed(0)
+    W0, V0, W, V, w_rho, v_rho = (torch.randn(2, *s, generator=g) for s in ((3, 4), (4, 5)) * 3)
+    signs = torch.randint(0, 2, (2, 4), generator=g).float() * 2 - 1
+    out = gs._alg2_weights(W0, V0, {"W": W, "V": V}, 0.25, w_rho, v_rho, signs)
+    for k in range(2):
+        S = torch.diag(signs[k])
+        torch.testing.assert_close(out["W"][k], 0.5 * (W0[k] + w_rho[k] + W[k] @ S))
+        torch.testing.assert_close(out["V"][k], 0.5 * (V0[k] + v_rho[k] + S @ V[k]))
+    # Sigma^2 = I: with no initial part and no smoothing, the masks cancel in the product W V
+    zero = {"W": torch.zeros_like(W0), "V": torch.zeros_like(V0)}
+    bare = gs._alg2_weights(zero["W"], zero["V"], {"W": W, "V": V}, 1.0, zero["W"], zero["V"], signs)
+    torch.testing.assert_close(bare["W"] @ bare["V"], W @ V)
+
+
+def test_algorithm2_is_seeded_and_decays(problem):
+    Y, masks = _alg2_problem(problem)
+    kw = dict(sampler="group", p_star=(0.7, 0.3), m=8, steps=20, lr=1e-3, seed=0, method="algorithm2", batch=5)
+    r1 = gs.train_sampled_gcn(problem, Y, masks, **kw)
+    r2 = gs.train_sampled_gcn(problem, Y, masks, **kw)
+    np.testing.assert_array_equal(r1["test_error"], r2["test_error"])
+    np.testing.assert_array_equal(r1["loss"], r2["loss"])
+    r3 = gs.train_sampled_gcn(problem, Y, masks, **{**kw, "seed": 1})
+    assert not np.array_equal(r1["test_error"], r3["test_error"])
+    assert r1["test_error"].shape == (2,) and np.all(np.isfinite(r1["test_error"])) and not r1["diverged"]
+    # a strong weight decay (lambda_{T-1} = 0.5^9) shrinks the returned network towards a constant prediction
+    strong = gs.train_sampled_gcn(problem, Y, masks, **{**kw, "lr": 0.5, "steps": 10})
+    assert np.all(np.abs(strong["test_error"] - 1.0) < np.abs(r1["test_error"] - 1.0) + 0.05)
+
+
+def test_algorithm2_argument_checks(problem):
+    Y, masks = _alg2_problem(problem)
+    kw = dict(m=4, steps=6, method="algorithm2")
+    with pytest.raises(ValueError, match="inner"):
+        gs.train_sampled_gcn(problem, Y, masks, inner=4, **kw)
+    with pytest.raises(ValueError, match="batch"):
+        gs.train_sampled_gcn(problem, Y, masks, batch=41, **kw)
+    with pytest.raises(ValueError, match="eps0"):
+        gs.train_sampled_gcn(problem, Y, masks, eps0=0.5, **kw)
+    with pytest.raises(ValueError, match="method"):
+        gs.train_sampled_gcn(problem, Y, masks, method="sgd")
