@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from lib import claims
-from lib.config import check_array, check_int
+from lib.config import check_array, check_finite, check_int
 from lib.parts.generalisation.scaling import seed_boundaries
 from lib.stats import power_law_exponent
 
@@ -47,6 +47,7 @@ def iteration_exponent(alphas, iters, record_every: int, predicted: float = -1.0
     if it.shape[0] != a.size:
         raise ValueError(f"iters must have {a.size} rows (one per alpha), got shape {it.shape}")
     check_int("record_every", record_every, minimum=1)
+    check_finite("predicted", predicted)
     check_int("n_boot", n_boot, minimum=1)
     mean = np.array([np.mean(r[np.isfinite(r)]) if np.isfinite(r).any() else np.nan for r in it])
     k = int(np.argmin(a))
@@ -91,6 +92,7 @@ def sigma_drop_exponent(sigmas, success, Ns, predicted: float = 1.0, *, competin
     s = check_array("sigmas", sigmas, ndim=1)
     if (s < 0).any() or (np.diff(s) <= 0).any():
         raise ValueError(f"sigmas must be increasing and >= 0, got {s.tolist()}")
+    check_finite("predicted", predicted)
     check_int("min_points", min_points, minimum=2)
     check_int("n_boot", n_boot, minimum=1)
     b = seed_boundaries(success, Ns)

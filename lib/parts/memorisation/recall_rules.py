@@ -64,8 +64,8 @@ def fig43_verdicts(histories, alpha: float, *, late_step: int = 300) -> dict:
     H = histories
     p5 = [_at(h, "p_noise_rho1", 5) for h in H]
     m5 = [_at(h, "ff2_margin", 5) for h in H]
-    dev_late = [float(np.max(np.abs(np.asarray(h["p_noise_rho1"])[np.asarray(h["step"]) >= late_step] - alpha),
-                             initial=np.inf)) for h in H]  # none recorded: fails
+    late = [np.abs(np.asarray(h["p_noise_rho1"])[np.asarray(h["step"]) >= late_step] - alpha) for h in H]
+    dev_late = [float(d.max()) if d.size else float("inf") for d in late]  # none recorded: the rule fails
     pc = {r: [float(np.asarray(h[f"p_correct_rho{r:g}"])[-1]) for h in H] for r in (0.0, 0.1, 1.0)}
     pn0 = [float(np.asarray(h["p_noise_rho0"])[-1]) for h in H]
     gain = [a - b for a, b in zip(pc[0.0], pc[1.0])]
