@@ -323,3 +323,23 @@ def test_the_new_runs_rules_are_the_chapters():
                  "min(gain01) > 0.1", "min(pc[0.0]) > 0.95, min(pc[0.0]) > 0.8", "every and len(H) >= 3",
                  "prev_hit > 0.9", "by_off[1] > 5 * other", "row_q == TAU", "diag > 0.8", 'h["step"] >= 300'):
         assert rule in recall, rule
+
+
+def test_recall_pieces_measure_layer_one_as_recall_rules_does(work):
+    """The piece writes out recall_rules.layer1_offsets (so that the code hash covers the measurement): the two
+    agree on the piece's own model."""
+    import torch
+
+    from lib.parts.memorisation import noisy_recall as nr
+    from lib.parts.memorisation import paper_runs as mpr
+    from lib.parts.memorisation.recall_rules import layer1_offsets
+
+    piece = mpr._pieces(mpr._SMOKE)[0]
+    out = mpr._run_piece(piece, "cpu")
+    r = nr.recall_experiment(piece["setting"], piece["steps"], seed=0)
+    model = nr.restore_model(piece["setting"], r["state"])
+    with torch.no_grad():
+        model(nr.eval_batches(piece["setting"], 0)[0][0][:, :-1])
+    ref = layer1_offsets(model.attention_maps[0][:, 0])
+    assert float(out["prev_hit"]) == pytest.approx(ref["prev_hit"])
+    np.testing.assert_allclose(out["by_offset"], ref["by_offset"], rtol=1e-6)
