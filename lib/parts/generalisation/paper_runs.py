@@ -16,7 +16,10 @@ fixed; the largest N's runs record their test loss at every step. It decides Fig
 :func:`~lib.parts.generalisation.vit_rules.iteration_exponent`, after Thm 1's hypotheses
 (:func:`~lib.parts.generalisation.shallow_vits.thm1_hypotheses` at the measured token noise), as the chapter does.
 Fig 2.1(b) has no run: at the thesis's point (α* = 0.3, α# = 0.2) Thm 1's hypotheses fail at every σ, so no
-size could decide it.
+size could decide it. A caution for reading the result: a seed's labels do not depend on α* (training example i
+of seed s has its own stream), and a CPU pilot at these sizes (α* = 0.35, N = 1 and 2, three seeds, 300 steps)
+succeeded exactly where the training set held both labels (N = 2 in seed 0; never at N = 1). If that holds at
+every α*, each seed's N* is the first N with both labels, the same at every α*, and the fitted exponent is 0.
 """
 
 from __future__ import annotations
