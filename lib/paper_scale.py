@@ -50,6 +50,7 @@ RUN_MODULES = (
     "lib.parts.concept_learning.paper_runs",
     "lib.parts.generalisation.paper_runs",
     "lib.parts.graph_networks.paper_runs",
+    "lib.parts.memorisation.paper_runs",
 )
 
 

@@ -25,11 +25,12 @@ from lib.parts.generalisation import (
     settings,
     shallow_vits,
     vit_images,
+    vit_rules,
 )
 from lib.parts.generalisation import in_context_learning as icl
 from lib.parts.graph_networks import communities, rooted_graphs, telling_graphs_apart, walk_counting
 from lib.parts.induction_heads import construction, convergence, four_phases, sample_flows, trained_transformers
-from lib.parts.memorisation import ioi, language_models, noisy_recall
+from lib.parts.memorisation import ioi, language_models, noisy_recall, recall_rules
 from lib.parts.memorisation import settings as msettings
 
 
@@ -198,6 +199,18 @@ CASES = [
     C(scaling.boundary_exponent, "xs:array success:array Ns:array predicted:real min_points:count n_boot:count",
       [1.0, 2.0, 4.0, 8.0], np.array([[0.0, 1.0, 1.0, 1.0], [0.0, 0.0, 1.0, 1.0], [0.0, 0.0, 0.0, 1.0],
                                        [0.0, 0.0, 0.0, 0.0]])[..., None], [10, 20, 40, 80], -1.0, n_boot=20),
+    C(vit_rules.iteration_exponent, "alphas:array iters:state record_every:count predicted:real n_boot:count",
+      [0.35, 0.4, 0.5, 0.6], np.outer([60.0, 50.0, 40.0, 35.0], [1.0, 1.1, 0.9]), 1, n_boot=100),
+    C(vit_rules.sigma_drop_exponent, "sigmas:array success:array Ns:array predicted:real min_points:count "
+      "n_boot:count", [0.0, 0.25, 0.5, 1.0], np.array([[0.0, 0.0, 1.0, 1.0], [0.0, 0.0, 0.0, 1.0],
+                                                        [0.0, 0.0, 0.0, 1.0], [0.0, 0.0, 0.0, 0.0]])[..., None]
+      .repeat(3, 2), [10, 20, 40, 80], n_boot=100),
+    C(recall_rules.fig43_verdicts, "histories:object alpha:prob late_step:count",
+      [{k: np.linspace(0.1, 0.9, 4) if k != "step" else np.arange(4.0) for k in recall_rules.FIG43_KEYS}], 0.5,
+      late_step=2),
+    C(recall_rules.layer1_offsets, "attention:array max_offset:count", np.full((2, 5, 5), 0.2), 3),
+    C(recall_rules.fig46_verdicts, "prev_hit:prob by_offset:array ff2:array value2:array n_chars:count "
+      "trigger:count", 0.5, [0.1, 0.6, 0.1], np.eye(4), np.eye(4), 3, 0),
     C(shallow_vits.make_data, "seeds:array n_train:count n_test:count alpha_star:prob alpha_hash:prob", [0], 4, 5,
       VIT_CFG, 0.5, 0.0),
     C(shallow_vits.token_noise, "alpha_star:prob alpha_hash:prob n:count seed:seed", VIT_CFG, 0.3, 0.2, n=50),

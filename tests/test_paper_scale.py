@@ -243,3 +243,108 @@ def test_the_book_loads_the_paper_scale_extension():
 
     cfg = yaml.safe_load((REPO_ROOT / "_config.yml").read_text())
     assert cfg["sphinx"]["local_extensions"]["eld_paper_scale"] == "book/_ext"
+
+
+# ------------------------------------------------------------------------- the VI.1 and V.1 runs (vit, recall)
+_NEW_RUNS = {  # name: (module of the run, the experiment function it calls, the list's name)
+    "vit_fig21": ("lib.parts.generalisation.paper_runs", "train_vit", "GENERALISATION_PAPER_RUNS"),
+    "recall_fig43": ("lib.parts.memorisation.paper_runs", "recall_experiment", "MEMORISATION_PAPER_RUNS"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_NEW_RUNS))
+def test_new_runs_resume_after_an_interruption(work, monkeypatch, name):
+    import importlib
+
+    mod_name, fn_name, _ = _NEW_RUNS[name]
+    mod = importlib.import_module(mod_name)
+    original, calls, crash = getattr(mod, fn_name), [], {"on": True}
+    n_pieces = len(ps.paper_runs()[name].pieces(ps.paper_runs()[name].smoke))
+    per_piece = 2 if name == "vit_fig21" else 1  # trained and frozen attention
+
+    def counting(*args, **kw):
+        calls.append(1)
+        if crash["on"] and len(calls) == per_piece + 1:
+            raise KeyboardInterrupt  # the machine goes away during the second piece
+        return original(*args, **kw)
+
+    monkeypatch.setattr(mod, fn_name, counting)
+    with pytest.raises(KeyboardInterrupt):
+        ps.run(name, smoke=True, out_dir=work / "out", progress=False)
+    assert ps.piece_status(name, smoke=True, device="cpu") == [True] + [False] * (n_pieces - 1)
+    assert not (work / "out" / f"{name}.json").exists()
+    crash["on"], calls[:] = False, []
+    assert ps.run(name, smoke=True, out_dir=work / "out", progress=False) is not None
+    assert len(calls) == per_piece * (n_pieces - 1)  # the first piece was never run again
+    calls[:] = []
+    ps.run(name, smoke=True, out_dir=work / "out", progress=False)
+    assert calls == []
+
+
+@pytest.mark.parametrize("name", sorted(_NEW_RUNS))
+def test_new_runs_are_stale_when_their_code_changes_and_current_otherwise(work, monkeypatch, name):
+    import dataclasses
+    import importlib
+
+    mod_name, _, list_name = _NEW_RUNS[name]
+    mod = importlib.import_module(mod_name)
+    ps.run(name, smoke=True, out_dir=work / "out", progress=False)
+    runs = [dataclasses.replace(r, config=r.smoke) if r.name == name else r for r in getattr(mod, list_name)]
+    monkeypatch.setattr(mod, list_name, runs)
+    meta = dict(json.loads((work / "out" / f"{name}.json").read_text()), smoke=False)
+    assert ps.result_state(name, meta) == "current"
+    assert ps.result_state(name, dict(meta, code_hash="0" * 64)) == "stale: the code it ran has changed since"
+    (work / "out" / f"{name}.json").write_text(json.dumps(meta))
+    rows = [r for r in ps.ledger(work / "out") if r["run"] == name]
+    assert rows and all(r["state"] == "current" and r["status"] in ("reproduced", "partly reproduced",
+                                                                       "not reproduced", "inconclusive")
+                        for r in rows)
+
+
+def test_new_runs_hash_their_own_code_only():
+    vit, recall = ps.code_files("vit_fig21"), ps.code_files("recall_fig43")
+    assert "lib/parts/generalisation/shallow_vits.py" in vit and "lib/models/shallow_attention.py" in vit
+    assert "lib/parts/memorisation/noisy_recall.py" in recall and "lib/train.py" in recall
+    assert not any("memorisation" in f for f in vit) and not any("generalisation" in f for f in recall)
+
+
+def test_the_new_runs_rules_are_the_chapters():
+    from lib.parts.generalisation.paper_runs import VIT_LEVEL
+
+    vit = (REPO_ROOT / "notebooks/generalisation/01_shallow_vits.md").read_text()
+    assert float(re.search(r"^LEVELS = \(1e-3, ([0-9.e-]+)\)", vit, re.M).group(1)) == VIT_LEVEL
+    assert "success = success_map(run_fn, ALPHAS, NS, SEEDS)" in vit and "< LEVELS[1]" in vit
+    assert "scaling.boundary_exponent(ALPHAS, success, NS, -2.0)" in vit
+    assert re.search(r"ALPHAS, hinge\[True\] < LEVELS\[1\], NS, -4.0, competing=\(-2.0, -6.0\)", vit)
+    # Fig 2.2: the chapter calls vit_rules.iteration_exponent, or still writes out its rule (ten records,
+    # exponent -1)
+    assert "vit_rules.iteration_exponent(" in vit or (
+        "it_mean[0] >= 10 * REC" in vit and "claims.exponent_status(fit_it, -1.0)" in vit)
+    recall = (REPO_ROOT / "notebooks/memorisation/01_noisy_recall.md").read_text()
+    if "recall_rules.fig43_verdicts(" in recall:  # the chapter calls the rule functions
+        assert "recall_rules.fig46_verdicts(" in recall
+        return
+    for rule in ("min(p5) > 0.5", "min(m5) > 0", "max(dev_late) < 0.15", "max(pn0) < 0.1", "min(gain) > 0.1",
+                 "min(gain01) > 0.1", "min(pc[0.0]) > 0.95, min(pc[0.0]) > 0.8", "every and len(H) >= 3",
+                 "prev_hit > 0.9", "by_off[1] > 5 * other", "row_q == TAU", "diag > 0.8", 'h["step"] >= 300'):
+        assert rule in recall, rule
+
+
+def test_recall_pieces_measure_layer_one_as_recall_rules_does(work):
+    """The piece writes out recall_rules.layer1_offsets (so that the code hash covers the measurement): the two
+    agree on the piece's own model."""
+    import torch
+
+    from lib.parts.memorisation import noisy_recall as nr
+    from lib.parts.memorisation import paper_runs as mpr
+    from lib.parts.memorisation.recall_rules import layer1_offsets
+
+    piece = mpr._pieces(mpr._SMOKE)[0]
+    out = mpr._run_piece(piece, "cpu")
+    r = nr.recall_experiment(piece["setting"], piece["steps"], seed=0)
+    model = nr.restore_model(piece["setting"], r["state"])
+    with torch.no_grad():
+        model(nr.eval_batches(piece["setting"], 0)[0][0][:, :-1])
+    ref = layer1_offsets(model.attention_maps[0][:, 0])
+    assert float(out["prev_hit"]) == pytest.approx(ref["prev_hit"])
+    np.testing.assert_allclose(out["by_offset"], ref["by_offset"], rtol=1e-6)
