@@ -276,6 +276,8 @@ CASES = [
       methods=("1-NN",)),
     C(icl.lucky_neurons, "model:object X:array z:array d_x:count", ICL_M, ICL_B["X"], ICL_B["z"], 30,
       ICL_B["valid"]),
+    C(shallow_vits.lucky_dynamics, "history:object a:array patterns:array",
+      {"W_O": np.ones((2, 1, 4, 3)), "W_V": np.ones((2, 1, 3, 3))}, [1.0, 1.0, -1.0, -1.0], np.eye(3)),
     C(shallow_vits.thm1_hypotheses, "alpha_star:prob alpha_hash:prob tau:nonneg", VIT_CFG, 0.3, 0.2, 0.1),
     C(construction.build_ihn, "W:array n:count betas:object alphas:object d:count", IHN_W, 3, [np.arange(1.0, 6.0)] * 2,
       [construction.fit_delay_kernel(k, np.arange(1.0, 6.0))["alphas"] for k in (1, 2)], 1),

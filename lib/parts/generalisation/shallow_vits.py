@@ -160,6 +160,7 @@ def train_vit(
     n_remove: int = 0,
     noisy=None,
     curve_members=None,
+    record=None,
     device="cpu",
 ) -> dict:
     """Train one network per member ``(Ns[r], seeds[r])`` by SGD on the hinge loss, all at once.
@@ -181,15 +182,21 @@ def train_vit(
         curve_members: indices of the members whose test loss and attention mass are evaluated at the records
             before the last (default: all); the others' ``test_curve`` and ``mass`` are NaN there. Evaluating the
             test set is most of the cost of a run, and training does not depend on it.
+        record: ``record(model, step) -> dict[str, tensor]`` of extra statistics (for instance copies of the
+            weights), called at every recorded step before that step's update, as ``lib.train.train``'s hook; or
+            None.
         device: where to train (:func:`lib.config.check_device`). Data, initial weights and every minibatch
             draw are made on the CPU from the same seeds and moved there; the arrays come back on the CPU.
 
     Returns:
         dict of numpy arrays: ``test_hinge`` (R,), ``train_hinge`` (R,), ``curve_t`` (K,), ``train_curve``,
         ``test_curve``, ``mass`` (R, K) (test attention mass on the label-relevant tokens), ``diverged`` (R,),
-        ``A`` (R, L, L) final test attention of one sample, and ``idx`` its pattern ids.
+        ``A`` (R, L, L) final test attention of one sample, and ``idx`` its pattern ids; with ``record``,
+        ``history``: each key of its dict stacked over the recorded steps ``(K, ...)`` (on the CPU).
     """
     check_int("n_remove", n_remove, minimum=0)
+    if record is not None and not callable(record):
+        raise ValueError(f"record must be callable or None, got {type(record).__name__}")
     Ns, seeds = check_members(Ns, seeds, "Ns")
     cfg = renamed_key(cfg, "eta", "lr", name="cfg")
     steps = cfg["steps"] if steps is None else steps
@@ -240,7 +247,7 @@ def train_vit(
     Nt = torch.as_tensor(Ns).to(dev)
     B = cfg["batch"]
     Xt, yt, relt = data["Xt"][row], data["yt"][row], data["relt"][row]
-    rec_t, tr, te, ms = [], [], [], []
+    rec_t, tr, te, ms, hist = [], [], [], [], []
     diverged = np.zeros(R, bool)
 
     def masks(k):  # key mask (R, B, 1, L) and query mask (R, B, L) of the kept tokens, or None
@@ -276,6 +283,9 @@ def train_vit(
             rec_t.append(t)
             te.append(lt.cpu().numpy())
             ms.append(mt.cpu().numpy())
+            if record is not None:
+                with torch.no_grad():
+                    hist.append({k: torch.as_tensor(v).detach().cpu().numpy() for k, v in record(model, t).items()})
         if t == steps:
             break
         u = torch.rand(R, B, generator=gen).to(dev)  # drawn on the CPU generator, then moved
@@ -298,7 +308,7 @@ def train_vit(
         ltr = torch.relu(1 - data["y"][row] * model(Xtr, allowed=allowed, queries=queries))
         mask = torch.arange(Xtr.shape[1], device=dev)[None] < Nt[:, None]
         train_h = (ltr * mask).sum(1) / Nt
-    return {
+    out = {
         "test_hinge": lt.cpu().numpy(),
         "train_hinge": train_h.cpu().numpy(),
         "curve_t": np.array(rec_t),
@@ -309,6 +319,9 @@ def train_vit(
         "A": A.cpu().numpy(),
         "idx": idx_test.numpy(),
     }
+    if record is not None:
+        out["history"] = {k: np.stack([h[k] for h in hist]) for k in hist[0]}
+    return out
 
 
 def _check_cfg(cfg) -> None:
@@ -450,6 +463,66 @@ def thm1_hypotheses(cfg: dict, alpha_star: float, alpha_hash: float, tau: float)
     }
 
 
+def lucky_dynamics(history: dict, a, patterns) -> dict:
+    """Lemma A.3.1 measured on the weights that :func:`train_vit` recorded (``record`` returning ``W_O`` and,
+    optionally, ``W_V``, ``W_K``, ``W_Q`` at every recorded step).
+
+    A neuron is *lucky* (the thesis's ``W_{l,n}(0)``, ``U_{l,n}(0)``, Eqs. A.8-A.9) for the label-relevant
+    pattern of label ``+1`` when its output weight ``a_i`` is positive and its initial row has a positive
+    projection on the value feature ``p_1``, and for label ``-1`` when ``a_i < 0`` and ``w_{O,i}(0) . p_2 > 0``;
+    the value features ``p_j`` are read as the patterns ``mu_j`` (``W_V(0)`` is the identity up to ``sigma``).
+
+    Args:
+        history: ``W_O`` ``(K, R, m, d)`` and, optionally, ``W_V``, ``W_K``, ``W_Q`` ``(K, R, d, d)``.
+        a: the fixed output weights ``(m,)`` (only their signs matter).
+        patterns: the patterns ``(M, d)``, ``M >= 2``; rows 0 and 1 are the label-relevant ones.
+
+    Returns:
+        dict: ``lucky`` ``(R, m)`` (1: lucky for ``p_1``, 2: for ``p_2``, 0: not lucky); ``along`` ``(K, R)``,
+        the mean over lucky neurons of the growth ``w_{O,i}(t) . p_* - w_{O,i}(0) . p_*`` along their own
+        feature (A.19); ``norm`` ``(K, R)``, the mean growth of ``||w_{O,i}(t)||`` (A.21); ``ratio``
+        ``(K, R, m)``, ``max_{p != p_*} w_{O,i}(t) . p / w_{O,i}(t) . p_*`` (A.20; NaN for the others); and,
+        where recorded, ``value`` ``(K, R, M)``, the change of ``W_V mu_j`` along ``mu_j`` (Claim 3), and
+        ``key``, ``query`` ``(K, R, M)``, the changes of ``||W_K mu_j||`` and ``||W_Q mu_j||`` (Claim 2).
+    """
+    if not isinstance(history, dict) or "W_O" not in history:
+        raise ValueError("history must be a dict with the recorded 'W_O' (train_vit's record)")
+    wo = check_array("history['W_O']", history["W_O"], ndim=4)
+    a = check_array("a", a, ndim=1)
+    P = check_array("patterns", patterns, ndim=2)
+    K, R, m, d = wo.shape
+    if a.size != m:
+        raise ValueError(f"a must have one weight per neuron ({m}), got {a.size}")
+    if P.shape[0] < 2 or P.shape[1] != d:
+        raise ValueError(f"patterns must have shape (M >= 2, {d}), got {P.shape}")
+    proj = wo @ P.T  # (K, R, m, M)
+    lucky = np.where((a > 0) & (proj[0, ..., 0] > 0), 1, np.where((a < 0) & (proj[0, ..., 1] > 0), 2, 0))
+    own = np.where(lucky == 2, 1, 0)  # the feature each neuron is lucky for
+    along_i = np.take_along_axis(proj, np.broadcast_to(own[None, ..., None], (K, R, m, 1)), -1)[..., 0]
+    others = np.where(np.arange(P.shape[0]) == own[None, ..., None], -np.inf, proj).max(-1)
+    is_lucky = lucky > 0
+    count = np.maximum(is_lucky.sum(-1), 1)
+    nrm = np.linalg.norm(wo, axis=-1)
+    out = {
+        "lucky": lucky,
+        "along": ((along_i - along_i[0]) * is_lucky).sum(-1) / count,
+        "norm": ((nrm - nrm[0]) * is_lucky).sum(-1) / count,
+        "ratio": np.where(is_lucky, others / np.where(is_lucky, along_i, 1.0), np.nan),
+    }
+    for key in ("W_V", "W_K", "W_Q"):
+        if key in history:
+            W = check_array(f"history[{key!r}]", history[key], ndim=4)
+            if W.shape != (K, R, d, d):
+                raise ValueError(f"history[{key!r}] must have shape ({K}, {R}, {d}, {d}), got {W.shape}")
+            v = np.einsum("krij,mj->krmi", W, P)  # W mu_j
+            if key == "W_V":
+                out["value"] = np.einsum("krmi,mi->krm", v - v[0], P)
+            else:
+                n = np.linalg.norm(v, axis=-1)
+                out["key" if key == "W_K" else "query"] = n - n[0]
+    return out
+
+
 def r_squared(x, y) -> float:
     """``R^2`` of the least-squares line through ``(x, y)`` (NaN pairs dropped)."""
     x, y = check_array("x", x, ndim=1, finite="some"), check_array("y", y, ndim=1, finite="some")
@@ -465,4 +538,5 @@ def r_squared(x, y) -> float:
 
 __all__ = [
     "REMOVALS", "vit_init", "make_data", "keep_mask", "train_vit", "sigma_map", "sparsification_runs",
-    "first_step_below", "thm1_bound", "prop1_bound", "token_noise", "thm1_hypotheses", "r_squared"]
+    "first_step_below", "thm1_bound", "prop1_bound", "token_noise", "thm1_hypotheses", "lucky_dynamics",
+    "r_squared"]

@@ -214,3 +214,36 @@ def test_token_noise_and_thm1_hypotheses():
         sv.thm1_hypotheses(cfg, 0.5, 0.0, -1.0)
     with pytest.raises(ValueError, match="n"):
         sv.token_noise(cfg, 0.3, 0.2, n=0)
+
+
+def test_record_hook_keeps_weights_without_changing_training():
+    kw = dict(steps=4, record_every=2, curve_members=[])
+    plain = sv.train_vit([8], [0], CFG, 0.5, 0.0, **kw)
+    rec = sv.train_vit([8], [0], CFG, 0.5, 0.0, record=lambda model, t: {"W_O": model.W_O.clone(), "t": t}, **kw)
+    assert np.array_equal(plain["test_hinge"], rec["test_hinge"])
+    assert rec["history"]["W_O"].shape == (3, 1, CFG["m"], CFG["d"])  # steps 0, 2, 4
+    assert rec["history"]["t"].tolist() == [0, 2, 4]
+    assert not np.allclose(rec["history"]["W_O"][0], rec["history"]["W_O"][-1])
+    assert "history" not in plain
+    with pytest.raises(ValueError, match="record"):
+        sv.train_vit([8], [0], CFG, 0.5, 0.0, record="W_O", **kw)
+
+
+def test_lucky_dynamics_on_a_hand_made_history():
+    P = np.eye(3)
+    wo0 = np.array([[0.1, -0.1, 0.0], [-0.1, 0.1, 0.0], [0.1, 0.0, 0.0], [0.0, -0.1, 0.0]])  # (m=4, d=3)
+    a = [1.0, -1.0, -1.0, 1.0]  # neuron 0 lucky for p_1, neuron 1 for p_2; 2 and 3 are not
+    grow = np.array([[1.0, 0.0, 0.1], [0.0, 2.0, 0.4], [0, 0, 0], [0, 0, 0]])
+    wo = np.stack([wo0, wo0 + grow])[:, None]  # (K=2, R=1, m, d)
+    wv = np.stack([np.eye(3), np.eye(3) + np.diag([0.5, 0.3, 0.0])])[:, None]
+    d = sv.lucky_dynamics({"W_O": wo, "W_V": wv, "W_K": wv}, a, P)
+    assert d["lucky"].tolist() == [[1, 2, 0, 0]]
+    assert np.allclose(d["along"][:, 0], [0.0, 1.5])  # mean of 1.0 and 2.0
+    assert np.isclose(d["ratio"][1, 0, 0], 0.1 / 1.1) and np.isclose(d["ratio"][1, 0, 1], 0.4 / 2.1)
+    assert np.isnan(d["ratio"][1, 0, 2:]).all()
+    assert np.allclose(d["value"][1, 0], [0.5, 0.3, 0.0]) and np.allclose(d["key"][1, 0], [0.5, 0.3, 0.0])
+    assert "query" not in d
+    with pytest.raises(ValueError, match="patterns"):
+        sv.lucky_dynamics({"W_O": wo}, a, np.eye(4))
+    with pytest.raises(ValueError, match="W_V"):
+        sv.lucky_dynamics({"W_O": wo, "W_V": wv[:, :, :2]}, a, P)
