@@ -19,6 +19,7 @@ from lib.parts.edge_of_stability import matrix_factorisation as mf
 from lib.parts.generalisation import (
     chain_of_thought,
     cot_multilayer,
+    cot_prompt_length,
     gcn_sampling,
     group_imbalance,
     scaling,
@@ -178,6 +179,11 @@ CASES = [
     C(chain_of_thought.cot_training_batch, "batch:count n_examples:count alpha:prob n_patterns:count d:count "
       "n_steps:count generator:object", 2, n_examples=2, alpha=0.5, n_patterns=4, d=6, n_steps=2,
       generator=torch.Generator().manual_seed(0)),
+    C(cot_prompt_length.expected_cot_loss, "W:array n_examples:count alpha:prob n_prompts:count d:count "
+      "n_patterns:count n_steps:count seed:seed", chain_of_thought.hand_built_weight(30, 3), n_examples=2,
+      alpha=0.5, n_prompts=4),
+    C(cot_prompt_length.prompt_length_search, "lengths:array loss_of:callable level:pos", [2, 3, 4],
+      lambda n: 0.5**n, 0.2),
     C(cot_multilayer.multilayer_cot_model, "d:count n_steps:count d_model:count n_layers:count n_heads:count "
       "seed:seed positions:option max_len:count", 6, 2, d_model=8, n_layers=1, n_heads=1),
     C(gcn_sampling.two_group_problem, "sizes:array degrees:array d:count p:count k_out:count seed:seed", (10, 30),

@@ -16,6 +16,7 @@ chapter                                                         modules
 ``notebooks/generalisation/05_in_context_learning.md``          :mod:`~lib.parts.generalisation.in_context_learning`
 ``notebooks/generalisation/06_chain_of_thought.md``             :mod:`~lib.parts.generalisation.chain_of_thought`
                                                                 :mod:`~lib.parts.generalisation.cot_multilayer`
+                                                                :mod:`~lib.parts.generalisation.cot_prompt_length`
 (all chapters)                                                  :mod:`~lib.parts.generalisation.settings`
 ==============================================================  =====================================================
 """
