@@ -217,8 +217,6 @@ CASES = [
     C(cnn.concept_probs, "x:array batch:count", CNN, IMGS),
     C(unet.UNetConfig, "in_channels:count blocks:count cond_dim:count emb_dim:count groups:count dropout:prob"),
     C(unet.ScheduledUNet, "unet:object gamma_min:real gamma_max:real", unet.CondUNet(UNET_CFG)),
-    C(diffusion.vdm_loss, "model:object data_noise:pos", unet.ScheduledUNet(unet.CondUNet(UNET_CFG)),
-      torch.zeros(2, 3, 8, 8), torch.zeros(2, 4), torch.rand(2), torch.zeros(2, 3, 8, 8), torch.zeros(2, 3, 8, 8)),
     C(unet.timestep_embedding, "t:object dim:count max_period:pos", torch.rand(3), 8),
     C(unet.ResBlock, "cin:count cout:count emb_dim:count groups:count", 8, 8, 8, 4),
     C(gnn.GINLayer, "d_in:count d_out:count width:count mlp_depth:count train_eps:bool eps:real", 2, 3),

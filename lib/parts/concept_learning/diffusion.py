@@ -108,7 +108,7 @@ def diffusion_loss(eps_fn, schedule: VPSchedule, x: torch.Tensor, cond: torch.Te
     return ((eps - eps_fn(z, t, cond)) ** 2).mean()
 
 
-def vdm_loss(model, x: torch.Tensor, cond: torch.Tensor, t: torch.Tensor, eps: torch.Tensor, eps0: torch.Tensor,
+def _vdm_loss(model, x: torch.Tensor, cond: torch.Tensor, t: torch.Tensor, eps: torch.Tensor, eps0: torch.Tensor,
              *, data_noise: float = 1e-3) -> torch.Tensor:
     """The continuous-time VDM bound (Kingma et al. 2021, Eq. 11) in bits per dimension, averaged over the batch,
     for a denoiser with a learned linear schedule (``lib.models.unet.ScheduledUNet``), as Park et al.'s code trains.
@@ -236,8 +236,9 @@ def train_ensemble(models: list[torch.nn.Module], images: torch.Tensor, cond: to
         fresh_noise_seed: None (default) samples every checkpoint from ``noise`` (common random numbers); an int
             draws a fresh starting noise of ``noise``'s shape at every checkpoint from a generator seeded with
             it, as Park et al.'s code does (``noise`` then only gives the shape).
-        objective: "eps" (default) the plain eps-prediction loss on the fixed ``schedule``; "vdm" the VDM bound
-            of :func:`vdm_loss` with antithetic diffusion times, for models with a learned schedule
+        objective: "eps" (default) the plain eps-prediction loss on the fixed ``schedule``; "vdm" the
+            continuous-time VDM bound in bits per dimension (Kingma et al. 2021, Eq. 11: diffusion, latent and
+            reconstruction terms, data noise 1e-3) with antithetic diffusion times, for models with a learned schedule
             (``lib.models.unet.ScheduledUNet``; ``schedule`` is then unused), as in Park et al.'s code; each
             model samples its checkpoints with its own learned schedule.
         clip_norm: clip each model's global gradient norm to this value (Park et al.'s code: 0.01); None: none.
@@ -341,7 +342,7 @@ def train_ensemble(models: list[torch.nn.Module], images: torch.Tensor, cond: to
 
     def loss(model, b):  # Eq. of diffusion_loss (or vdm_loss), on model k's batch
         if objective == "vdm":
-            return vdm_loss(model, *b)
+            return _vdm_loss(model, *b)
         z, t, c, eps = b
         return ((eps - model(z, t, c)) ** 2).mean()
 

@@ -95,6 +95,8 @@ def train_multilayer_cot(*, d: int = 30, n_patterns: int = 20, n_steps: int = 2,
         dict with ``checkpoints``, ``masses`` ``(n_ckpt, layers, heads, 4)`` (types as in
         ``chain_of_thought.TYPE_NAMES``), ``step`` and ``loss`` (at the checkpoints) and ``diverged``.
     """
+    check_int("d", d, minimum=1)
+    check_int("n_steps", n_steps, minimum=1)
     check_int("n_examples", n_examples, minimum=1)
     check_int("n_patterns", n_patterns, minimum=1)
     check_int("steps", steps, minimum=1)

@@ -303,9 +303,6 @@ def _algorithm2(model, draw, A_pred, X, Y, masks, *, lr, steps, batch, inner, ep
         signs = torch.randint(0, 2, (copies, m1), generator=g).to(W0.dtype) * 2 - 1
         return w_rho.to(dev), v_rho.to(dev), signs.to(dev)
 
-    def weights(p, lam, w_rho, v_rho, signs):
-        return _alg2_weights(W0, V0, p, lam, w_rho, v_rho, signs)
-
     def batch_fn(step, g):
         adjs = tuple(a.to(dev) for a in draw(g))
         nodes = torch.multinomial(masks.cpu().to(W0.dtype), batch, replacement=False, generator=g).to(dev)
@@ -313,7 +310,7 @@ def _algorithm2(model, draw, A_pred, X, Y, masks, *, lr, steps, batch, inner, ep
 
     def loss_fn(p, b):
         adjs, nodes, lam, noise = b
-        pred = torch.func.functional_call(model, weights(p, lam, *noise), (adjs, X))
+        pred = torch.func.functional_call(model, _alg2_weights(W0, V0, p, lam, *noise), (adjs, X))
         rows = torch.arange(copies, device=nodes.device)[:, None]
         fit = ((pred[rows, nodes] - Y[rows, nodes]) ** 2).mean((1, 2)).sum()
         reg = lam_w * lam**2 * (p["W"].norm(dim=1) ** 4).sum() + lam_v * lam * (p["V"] ** 2).sum()
@@ -330,8 +327,8 @@ def _algorithm2(model, draw, A_pred, X, Y, masks, *, lr, steps, batch, inner, ep
     res = train(params, loss_fn, lr=lr, steps=steps, optimizer="sgd", batch_fn=batch_fn, callbacks=(noisy,),
                 generator=torch.Generator().manual_seed(seed + 12345), record_every=max(1, steps // 50),
                 progress=False, device=dev)
-    rounds = steps // inner
-    out = weights(params, (1 - lr) ** max(rounds - 1, 0), *perturb(torch.Generator().manual_seed(seed + 999)))
+    last = (1 - lr) ** max(steps // inner - 1, 0)  # lambda_{T-1}
+    out = _alg2_weights(W0, V0, params, last, *perturb(torch.Generator().manual_seed(seed + 999)))
     with torch.no_grad():
         pred = torch.func.functional_call(model, out, (A_pred, X))
         test, fit = relative_mse(pred, Y, ~masks), relative_mse(pred, Y, masks)

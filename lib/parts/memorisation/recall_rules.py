@@ -99,6 +99,9 @@ def layer1_offsets(attention, max_offset: int = 6) -> dict:
 
     Args:
         attention: ``(B, T, T)`` attention of one head (rows: queries), e.g. ``model.attention_maps[0][:, 0]``.
+
+    Returns:
+        dict with ``prev_hit`` (a float in [0, 1]) and ``by_offset`` (``(max_offset,)`` mean weights).
     """
     A = check_array("attention", attention, ndim=3)
     check_int("max_offset", max_offset, minimum=2, maximum=A.shape[-1])

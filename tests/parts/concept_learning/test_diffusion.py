@@ -265,7 +265,7 @@ def test_dropout_learned_schedule_and_clip_options():
     x = torch.rand(4, 3, 8, 8) * 2 - 1
     eps0 = torch.randn_like(x)
     with torch.no_grad():
-        bound = diffusion.vdm_loss(sched, x, torch.rand(4, 4), torch.rand(4), torch.randn_like(x), eps0)
+        bound = diffusion._vdm_loss(sched, x, torch.rand(4, 4), torch.rand(4), torch.randn_like(x), eps0)
     recon = ((np.exp(-5.0) * eps0 ** 2 / 2e-6 + np.log(1e-3) + 0.5 * np.log(2 * np.pi)).mean() / np.log(2.0))
     assert 0.99 * float(recon) < float(bound) < float(recon) + 20  # the other two terms are a few bits
     tiny = dict(deltas=(0.7,), seeds=(0,), n_per_class=8, steps=4, batch_size=4, n_checkpoints=2,
