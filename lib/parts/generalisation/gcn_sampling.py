@@ -241,12 +241,14 @@ def train_sampled_gcn(
         device=dev,
     )
     with torch.no_grad():
-        pred = model(A_pred, X)
-        test = relative_mse(pred, Y, ~masks)
-        fit = relative_mse(pred, Y, masks)
+        return _gcn_result(model(A_pred, X), Y, masks, res)
+
+
+def _gcn_result(pred, Y, masks, res) -> dict:
+    """The result dict of :func:`train_sampled_gcn` from the prediction on every node and the training run."""
     return {
-        "test_error": test.cpu().numpy(),
-        "train_error": fit.cpu().numpy(),
+        "test_error": relative_mse(pred, Y, ~masks).cpu().numpy(),
+        "train_error": relative_mse(pred, Y, masks).cpu().numpy(),
         "loss": np.asarray(res.history["loss"]),
         "diverged": bool(res.diverged),
         "diverged_step": -1 if res.diverged_step is None else int(res.diverged_step),
@@ -330,15 +332,7 @@ def _algorithm2(model, draw, A_pred, X, Y, masks, *, lr, steps, batch, inner, ep
     last = (1 - lr) ** max(steps // inner - 1, 0)  # lambda_{T-1}
     out = _alg2_weights(W0, V0, params, last, *perturb(torch.Generator().manual_seed(seed + 999)))
     with torch.no_grad():
-        pred = torch.func.functional_call(model, out, (A_pred, X))
-        test, fit = relative_mse(pred, Y, ~masks), relative_mse(pred, Y, masks)
-    return {
-        "test_error": test.cpu().numpy(),
-        "train_error": fit.cpu().numpy(),
-        "loss": np.asarray(res.history["loss"]),
-        "diverged": bool(res.diverged),
-        "diverged_step": -1 if res.diverged_step is None else int(res.diverged_step),
-    }
+        return _gcn_result(torch.func.functional_call(model, out, (A_pred, X)), Y, masks, res)
 
 
 def sampling_spread(problem: dict, p_star, keeps, *, draws: int = 200, seed: int = 0) -> dict:
