@@ -57,8 +57,15 @@ lint: $(STAMP)
 format-chapters: $(STAMP)
 	$(PY) scripts/lint_chapters.py --fix
 
+# the unit tests in two processes side by side, one per core (about 130 s one after the other): the parts' tests,
+# the fuzz table and the two slowest files in one, the rest in the other
+UNIT_A = tests/parts tests/test_fuzz.py tests/test_eld_execute.py tests/test_template.py
 unit: $(STAMP)
-	$(VENV)/bin/pytest -q
+	@log=$$(mktemp); echo "pytest -q $(UNIT_A) (beside the other unit tests; its output follows theirs)"; \
+	$(VENV)/bin/pytest -q $(UNIT_A) > $$log 2>&1 & a=$$!; \
+	$(VENV)/bin/pytest -q $(foreach f,$(UNIT_A),--ignore=$(f)); b=$$?; \
+	wait $$a; s=$$?; cat $$log; rm -f $$log; \
+	if [ $$s != 0 ] || [ $$b != 0 ]; then echo "unit tests failed"; exit 1; fi
 
 test: $(STAMP) $(NODE_STAMP) lint unit
 	$(JB) clean --all .

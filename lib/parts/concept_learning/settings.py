@@ -27,7 +27,7 @@ AUTHORS_CODE_VARIANTS = {
     "zero-initialised blocks, residual output": dict(zero_init=True, residual_out=True),
     "fresh sampling noise at every checkpoint": dict(fresh_noise=True),
     "dropout 0.1 in every block": dict(dropout=0.1),
-    "a learned noise schedule (VDM bound) and a gradient clip of 0.01": dict(learned_schedule=True, clip_norm=0.01),
+    "a learned noise schedule and a gradient clip of 0.01": dict(learned_schedule=True, clip_norm=0.01),
 }
 
 #: The authors' code records its first checkpoint at step 500 of 20,000 (a square-root grid to the end).
