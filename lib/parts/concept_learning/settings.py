@@ -20,7 +20,7 @@ CPU_FIG6_FULL = dict(CPU_FIG6_QUICK, deltas=(0.2, 0.35, 0.5, 0.7), steps=3000, n
 #: [0, 1] rather than [-1, 1]; the last convolution of every residual block and the output convolution
 #: initialised at zero, with an output that adds the input back (eps_hat = z_t at initialisation); a fresh
 #: starting noise at every checkpoint instead of one fixed noise; dropout 0.1 in every residual block; the noise
-#: schedule gamma(t) = b + |w| t learned with the VDM bound in bits per dimension (whose reconstruction term drives
+#: schedule ``gamma(t) = b + |w| t`` learned with the VDM bound in bits per dimension (whose reconstruction term drives
 #: b down), with every model's gradient norm clipped to 0.01 (the code's default).
 AUTHORS_CODE_VARIANTS = {
     "images on [0, 1]": dict(data_range="unit"),

@@ -172,7 +172,7 @@ def train_sampled_gcn(
         device: where to train (:func:`lib.config.check_device`); the weights are initialised and every sampled
             matrix drawn on the CPU from the same seeds and moved there; the errors are CPU arrays.
         method: ``"adam"`` (the book's loop above) or ``"algorithm2"``: Algorithm 2 of the thesis as written
-            (:func:`_algorithm2`), with ``lr`` its step size :math:`\\eta` and ``steps`` its :math:`TT_w` SGD
+            (``_algorithm2``), with ``lr`` its step size :math:`\\eta` and ``steps`` its :math:`TT_w` SGD
             iterations; the arguments below are used only by it.
         batch: Algorithm 2's mini-batch :math:`|\\Omega^s|` of labelled nodes per step (1 to :math:`|\\Omega|`).
         inner: Algorithm 2's inner iterations :math:`T_w` per weight-decay round (divides ``steps``).

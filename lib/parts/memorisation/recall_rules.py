@@ -45,7 +45,7 @@ def fig43_verdicts(histories, alpha: float, *, late_step: int = 300) -> dict:
 
     Returns:
         dict ``{claim: {"status", "measured", "rule"}}`` for the claims ``noise_first`` (p(tau) > 0.5 at step 5),
-        ``margin`` (FF-2 margin > 0 at step 5), ``near_alpha`` (|p(tau) - alpha| < 0.15 from ``late_step``),
+        ``margin`` (FF-2 margin > 0 at step 5), ``near_alpha`` (``|p(tau) - alpha| < 0.15`` from ``late_step``),
         ``no_noise`` (p(tau) without F2 < 0.1), ``gain`` and ``gain01`` (p(ybar) without F2, or at rho = 0.1,
         0.1 above the full model's), ``level`` (p(ybar) without F2 > 0.95; partly > 0.8) and ``every_seed``
         (the four headline rules in each of at least three seeds), each rule applied to every seed.
