@@ -17,6 +17,12 @@ source of the ``lib`` modules its pieces import, followed transitively) has chan
 never as current. ``--smoke`` runs a tiny configuration of the same code on the CPU in seconds (for the tests);
 its result is marked ``smoke`` and the ledger never counts it as paper-scale.
 
+A named run can also be a *CPU study* (``paper_scale=False``): an experiment at the book's own size that is too
+long for every build (the diffusion chapter's retrainings under the authors' training details). Its committed result
+is read by its chapter when :func:`current_result` finds it current, and the chapter runs the experiment itself
+otherwise; it is listed with the runs but never stands on the paper-scale ledger. ``--jobs N`` runs N pieces side
+by side (processes, one torch thread each when N is the number of cores).
+
 The runs themselves are defined in the parts (``lib.parts.<part>.paper_runs``, each a list ``*_PAPER_RUNS`` of
 :class:`PaperRun`) next to the chapters' decision rules they reuse.
 """
@@ -74,6 +80,7 @@ class PaperRun:
         entry: the experiment function the pieces call (its module, and the ``lib`` modules that imports, make
             the code a result depends on; see :func:`code_files`).
         note: how the configuration differs from the paper's, if it does.
+        paper_scale: False for a CPU study (see the module's docstring): listed, never on the ledger.
     """
 
     name: str
@@ -88,6 +95,7 @@ class PaperRun:
     cost: Callable
     entry: Callable
     note: str = ""
+    paper_scale: bool = True
 
 
 def paper_runs() -> dict:
@@ -245,8 +253,22 @@ def _git_commit() -> str:
     return head + ("+uncommitted changes in lib" if dirty else "")
 
 
+def _timed_piece(name: str, index: int, piece: dict, device: str, threads: int | None):
+    """Run one piece (in a worker process when ``threads`` is set): ``(index, stored value)``."""
+    if threads is not None:
+        import torch
+
+        torch.set_num_threads(threads)
+    start = time.perf_counter()
+    arrays = _get(name).run_piece(piece, device)
+    import torch
+
+    return index, {"arrays": arrays, "seconds": time.perf_counter() - start,
+                   "device": _device_name(torch.device(device))}
+
+
 def run(name: str, *, smoke: bool = False, device=None, out_dir=None, max_pieces: int | None = None,
-        progress: bool = True):
+        progress: bool = True, n_jobs: int = 1):
     """Run the named configuration (or its smoke variant), resuming from stored pieces.
 
     Args:
@@ -257,6 +279,8 @@ def run(name: str, *, smoke: bool = False, device=None, out_dir=None, max_pieces
             ``<work_dir>/smoke-results`` so that they never land among the committed results).
         max_pieces: run at most this many new pieces, then return None (call again to continue).
         progress: show a tqdm bar over the pieces.
+        n_jobs: pieces run side by side in this many processes (joblib; each piece is stored as it finishes);
+            with more than one, each process gets ``cpu_count // n_jobs`` torch threads.
 
     Returns the path of ``NAME.json``, or None when stopped by ``max_pieces`` before the last piece.
     """
@@ -264,6 +288,7 @@ def run(name: str, *, smoke: bool = False, device=None, out_dir=None, max_pieces
     check_bool("progress", progress)
     if max_pieces is not None:
         check_int("max_pieces", max_pieces, minimum=1)
+    check_int("n_jobs", n_jobs, minimum=1)
     r = _get(name)
     dev = check_device("device", device or ("cpu" if smoke else best_device()))
     config = _config(r, smoke)
@@ -275,20 +300,24 @@ def run(name: str, *, smoke: bool = False, device=None, out_dir=None, max_pieces
     from tqdm.auto import tqdm
 
     bar = tqdm(total=len(pieces), initial=done_before, desc=name, disable=not progress, unit="piece")
-    new = 0
-    for i, (piece, key) in enumerate(zip(pieces, keys)):
-        if results[i] is not None:
-            continue
-        if max_pieces is not None and new >= max_pieces:
-            bar.close()
-            return None
-        start = time.perf_counter()
-        arrays = r.run_piece(piece, str(dev))
-        value = {"arrays": arrays, "seconds": time.perf_counter() - start, "device": _device_name(dev)}
-        _store_piece(_piece_path(name, smoke, key), key, name, value)
+    todo = [i for i in range(len(pieces)) if results[i] is None]
+    stopped = max_pieces is not None and len(todo) > max_pieces
+    todo = todo[:max_pieces] if max_pieces is not None else todo
+    if n_jobs == 1 or len(todo) <= 1:
+        done = (_timed_piece(name, i, pieces[i], str(dev), None) for i in todo)
+    else:
+        from joblib import Parallel, delayed
+
+        threads = max(1, (os.cpu_count() or 1) // n_jobs)
+        done = Parallel(n_jobs=n_jobs, return_as="generator_unordered")(
+            delayed(_timed_piece)(name, i, pieces[i], str(dev), threads) for i in todo)
+    for i, value in done:
+        _store_piece(_piece_path(name, smoke, keys[i]), keys[i], name, value)
         results[i] = value
-        new += 1
         bar.update(1)
+    if stopped:
+        bar.close()
+        return None
     bar.close()
     arrays = r.combine(config, [x["arrays"] for x in results])
     out = Path(out_dir) if out_dir is not None else (work_dir() / "smoke-results" if smoke else RESULTS_DIR)
@@ -335,6 +364,18 @@ def result_state(name: str, meta: dict) -> str:
     return "stale: " + " and ".join(why) if why else "current"
 
 
+def current_result(name: str, results_dir=None):
+    """A named run's committed result when it is current: ``(arrays, meta, state)``, where ``state`` is
+    :func:`result_state`'s (or ``"none"`` without a result file) and ``arrays`` and ``meta`` are None unless the
+    state is ``"current"`` (a chapter reads a CPU study this way and runs the experiment itself otherwise)."""
+    _get(name)
+    loaded = load_result(name, results_dir)
+    if loaded is None:
+        return None, None, "none"
+    state = result_state(name, loaded[1])
+    return (loaded[0], loaded[1], state) if state == "current" else (None, None, state)
+
+
 def ledger(results_dir=None, cpu_claims=None) -> list[dict]:
     """One row per claim of every named run: the paper-scale status from the committed result (computed now
     with the chapter's rule functions) beside the CPU status of the chapter's matching claim(s).
@@ -351,6 +392,8 @@ def ledger(results_dir=None, cpu_claims=None) -> list[dict]:
     rows = []
     cpu_claims = cpu_claims or []
     for name, r in paper_runs().items():
+        if not r.paper_scale:
+            continue
         loaded = load_result(name, results_dir)
         state = "none" if loaded is None else result_state(name, loaded[1])
         if state == "smoke":
@@ -373,7 +416,8 @@ def listing() -> str:
     lines = []
     for name, r in paper_runs().items():
         n = len(r.pieces(r.config))
-        lines.append(f"{name}: {r.title} [{r.chapter}]\n    {n} pieces; cost: {r.cost(r.config)}"
+        kind = "" if r.paper_scale else " (a CPU study: its chapter reads the committed result)"
+        lines.append(f"{name}: {r.title} [{r.chapter}]{kind}\n    {n} pieces; cost: {r.cost(r.config)}"
                      + (f"\n    differs from the paper: {r.note}" if r.note else ""))
     return "\n".join(lines)
 
@@ -386,6 +430,7 @@ def _main(argv=None) -> int:
     p.add_argument("--device", default=None, help="cuda, cuda:N, cpu, mps (default: cuda if available)")
     p.add_argument("--out", default=None, help="directory for NAME.npz and NAME.json")
     p.add_argument("--max-pieces", type=int, default=None, help="stop after this many new pieces")
+    p.add_argument("--jobs", type=int, default=1, help="pieces run side by side (processes)")
     p.add_argument("--no-progress", action="store_true")
     a = p.parse_args(argv)
     if a.list:
@@ -394,7 +439,7 @@ def _main(argv=None) -> int:
     if not a.name:
         p.error("give a NAME or --list")
     path = run(a.name, smoke=a.smoke, device=a.device, out_dir=a.out, max_pieces=a.max_pieces,
-               progress=not a.no_progress)
+               progress=not a.no_progress, n_jobs=a.jobs)
     if path is None:
         done = piece_status(a.name, smoke=a.smoke, device=a.device or ("cpu" if a.smoke else None))
         print(f"{a.name}: {sum(done)} of {len(done)} pieces stored; run the same command again to continue")

@@ -136,7 +136,7 @@ def test_code_hash_follows_the_source_of_the_files_it_covers(tmp_path, monkeypat
 
 def test_ledger_without_results_lists_every_claim_with_no_status(work):
     rows = ps.ledger(work / "empty")
-    assert {r["run"] for r in rows} == set(ps.paper_runs())
+    assert {r["run"] for r in rows} == {n for n, r in ps.paper_runs().items() if r.paper_scale}
     assert all(r["state"] == "none" and r["status"] is None and r["rule"] for r in rows)
 
 
@@ -232,10 +232,47 @@ def test_a_sphinx_build_renders_the_ledger_with_this_builds_cpu_claims(tmp_path)
     page = (out / "index.html").read_text()
     committed = any(ps.RESULTS_DIR.glob("*.json"))
     assert committed or "No paper-scale results are committed yet" in page
-    for name in ps.paper_runs():
-        assert f"<code>{name}</code>" in page
+    for name, r in ps.paper_runs().items():
+        assert (f"<code>{name}</code>" in page) == r.paper_scale, name  # a CPU study is not on the ledger
     row = re.search(r"<tr><td><code>gt_fig33b</code>.*?</tr>", page, re.S).group(0)
     assert "<td>inconclusive</td>" in row
+
+
+def test_pieces_side_by_side_give_what_one_process_gives(work):
+    one = ps.run("concept_variants", smoke=True, out_dir=work / "one", progress=False)
+    shutil.rmtree(work / "work")
+    two = ps.run("concept_variants", smoke=True, out_dir=work / "two", progress=False, n_jobs=2)
+    a, b = ps.load_result("concept_variants", one.parent)[0], ps.load_result("concept_variants", two.parent)[0]
+    assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+
+
+def test_a_cpu_study_is_read_by_its_chapter_only_while_current(work, monkeypatch):
+    import dataclasses
+
+    import lib.parts.concept_learning.paper_runs as cpr
+    from lib.parts.concept_learning.diffusion_variants import fig6_verdicts
+
+    name, out = "concept_variants", work / "out"
+    assert cpr.variant_study(out) == (None, None, "none")
+    ps.run(name, smoke=True, out_dir=out, progress=False)
+    assert cpr.variant_study(out) == (None, None, "smoke")
+    runs = [dataclasses.replace(r, config=r.smoke) if r.name == name else r for r in cpr.CONCEPT_PAPER_RUNS]
+    monkeypatch.setattr(cpr, "CONCEPT_PAPER_RUNS", runs)
+    meta = json.loads((out / f"{name}.json").read_text())
+    (out / f"{name}.json").write_text(json.dumps(dict(meta, smoke=False)))
+    study, meta2, state = cpr.variant_study(out)
+    assert state == "current" and meta2["code_hash"] == ps.code_hash(name)
+    assert list(study) == list(cpr._VARIANT_SMOKE["variants"])
+    for run in study.values():
+        assert run["concepts"].shape[:2] == (2, 2)  # two colour signals, two seeds
+        fig6_verdicts(run, **cpr.FIG6_RULES)
+    assert name not in {r["run"] for r in ps.ledger(out)}
+    (out / f"{name}.json").write_text(json.dumps(dict(meta, smoke=False, code_hash="0" * 64)))
+    assert cpr.variant_study(out)[2].startswith("stale")
+    with pytest.raises(ValueError, match="name"):
+        ps.current_result("no such run", out)
+    with pytest.raises(ValueError, match="n_jobs"):
+        ps.run(name, smoke=True, out_dir=out, progress=False, n_jobs=0)
 
 
 def test_the_book_loads_the_paper_scale_extension():
