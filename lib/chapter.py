@@ -9,7 +9,10 @@ Every chapter's first code cell is::
 Threads: the book's models are small, and on a shared 2-core machine one intra-op thread is both the fastest and
 the least sensitive to load (measured: 0.3 ms against 20 ms per small op with 2 threads under load), so
 ``threads=1`` is the default; a chapter that wants parallelism runs independent processes (``lib.sweep`` with
-``n_jobs``) rather than threads.
+``n_jobs``) rather than threads. The same holds for the BLAS and OpenMP pools of NumPy, SciPy and scikit-learn:
+with two kernels side by side on two cores, OpenBLAS's second thread spins against the other kernel (measured: a
+scikit-learn logistic regression on 32 points, 28 ms a fit with OpenBLAS's default of one thread a core, 2.6 ms with
+one thread), so ``setup`` limits them to ``threads`` as well.
 """
 
 from __future__ import annotations
@@ -42,7 +45,8 @@ def setup(
     """Prepare a chapter and return its NumPy generator.
 
     Applies the book's plot style (and the inline backend in a kernel), seeds Python, NumPy and torch with
-    ``seed``, sets torch's intra-op threads to ``threads``, makes float64 torch's default dtype when
+    ``seed``, sets torch's intra-op threads and the BLAS/OpenMP thread pools (``threadpoolctl``) to ``threads``,
+    makes float64 torch's default dtype when
     ``float64`` (float32 otherwise, so a kernel reused by another chapter starts clean), and starts the
     chapter's claims with ``work`` as their default work.
 
@@ -50,7 +54,7 @@ def setup(
         slug: short id of the chapter, e.g. ``"eos-1d"`` (no spaces or slashes).
         title: the chapter's title, as in its heading.
         work: bibtex key of the work the chapter reproduces (one of :data:`lib.claims.WORKS`).
-        threads: torch intra-op threads, >= 1.
+        threads: torch intra-op threads and BLAS/OpenMP threads, >= 1.
         float64: use float64 as torch's default dtype.
         seed: non-negative integer seed.
     """
@@ -61,6 +65,7 @@ def setup(
         raise ValueError(f"float64 must be a bool, got {float64!r}")
     plots.use_style()
     config.set_threads(threads)
+    _limit_native_threads(threads)
     config.set_float64(float64)
     rng = config.seed_everything(seed)
     claims.chapter(slug, title, work=work)
@@ -68,6 +73,17 @@ def setup(
         atexit.register(write_resources)
         _resources["registered"] = True
     return rng
+
+
+def _limit_native_threads(n: int) -> None:
+    """Limit NumPy's and SciPy's BLAS and the OpenMP pools loaded so far to ``n`` threads, and, through the
+    environment, the pools of libraries loaded later and of child processes."""
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = str(int(n))
+    import scipy.linalg  # noqa: F401  (loads SciPy's own OpenBLAS, so that the limit reaches it too)
+    from threadpoolctl import threadpool_limits
+
+    _resources["thread_limits"] = threadpool_limits(limits=int(n))  # kept: the limit holds for the kernel's life
 
 
 def resources_dir() -> Path | None:

@@ -11,7 +11,14 @@ os.environ.setdefault("BOOK_MODE", "quick")
 
 
 import pytest  # noqa: E402
+import scipy.linalg  # noqa: E402, F401  (loads SciPy's OpenBLAS before the limit below)
 import torch  # noqa: E402
+from threadpoolctl import threadpool_limits  # noqa: E402
+
+# `make unit` runs two pytest processes side by side on two cores: one thread each for torch, BLAS and OpenMP (a
+# second thread only spins against the other process; the chapters do the same, lib.chapter.setup)
+torch.set_num_threads(1)
+_THREAD_LIMITS = threadpool_limits(limits=1)
 
 
 @pytest.fixture
