@@ -9,7 +9,7 @@
 #   make test-browser   the browser test of the built book (_build/html) in headless Chromium, network blocked
 #   make pdf         the whole book as one PDF (_build/pdf/book.pdf), printed by Chromium from _build/html
 #   make paper-scale NAME=...   a named paper-scale run (lib.paper_scale) on the best device, resumable;
-#                    NAME=list lists them with their cost; SMOKE=1 its tiny configuration
+#                    NAME=list lists them with their cost; SMOKE=1 its tiny configuration; JOBS=2 two pieces at once
 #   make student     the student edition: the HTML with solutions hidden (_build/student/_build/html) and .ipynb
 #                    copies of the chapters without their solutions (_build/student/notebooks); quick mode by default
 
@@ -120,7 +120,7 @@ benchmark: $(STAMP)
 
 paper-scale: $(STAMP)
 	@test -n "$(NAME)" || { echo "make paper-scale NAME=<run> (NAME=list lists them)"; exit 2; }
-	$(if $(filter list,$(NAME)),$(PY) -m lib.paper_scale --list,$(PY) -m lib.paper_scale $(NAME) $(if $(SMOKE),--smoke))
+	$(if $(filter list,$(NAME)),$(PY) -m lib.paper_scale --list,$(PY) -m lib.paper_scale $(NAME) $(if $(SMOKE),--smoke) $(if $(JOBS),--jobs $(JOBS)))
 
 clean:
 	rm -rf _build .cache

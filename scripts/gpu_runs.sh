@@ -46,7 +46,7 @@ if [ -z "${SKIP_TESTS:-}" ] && [ ! -e "$LOGS/test_cuda.done" ]; then
 fi
 
 if [ $# -gt 0 ]; then names=("$@"); else
-    mapfile -t names < <("$PY" -c "from lib.paper_scale import paper_runs; print('\n'.join(paper_runs()))")
+    mapfile -t names < <("$PY" -c "from lib.paper_scale import paper_runs; print('\n'.join(n for n, r in paper_runs().items() if r.paper_scale))")
 fi
 status=0
 for name in "${names[@]}"; do
