@@ -97,9 +97,12 @@ def test_a_failing_notebook_still_stops_the_build_with_its_error(tmp_path):
     assert "b.md" in proc.stdout + proc.stderr
 
 
-def test_longest_first_and_jobs_from_the_environment(monkeypatch):
+def test_wide_then_longest_first_and_jobs_from_the_environment(monkeypatch):
     jobs = {"a": (10.0, 1), "b": (200.0, 2), "c": (10.0, 1), "d": (50.0, 1)}
     assert eld_execute.schedule(jobs) == ["b", "d", "a", "c"]
+    # a chapter of two processes never waits in the middle for two free slots: the wide ones start first
+    jobs = {"a": (100.0, 1), "b": (200.0, 2), "c": (10.0, 1), "w": (50.0, 2)}
+    assert eld_execute.schedule(jobs) == ["b", "w", "a", "c"]
     monkeypatch.setenv("ELD_BUILD_JOBS", "3")
     assert eld_execute.build_jobs() == 3
     for bad in ("0", "two", "-1"):
