@@ -86,6 +86,20 @@ def _limit_native_threads(n: int) -> None:
     _resources["thread_limits"] = threadpool_limits(limits=int(n))  # kept: the limit holds for the kernel's life
 
 
+def processes(n: int) -> int:
+    """The processes a chapter's own sweeps may use: ``n`` when the chapter runs alone, at most the slots the
+    book's build gives it when the build runs chapters side by side (``ELD_PROCESSES``, which the build sets for
+    each chapter from ``book/execution_estimates.json``), so that the build never runs more processes than cores.
+    The number changes only the wall time: a sweep's results do not depend on it."""
+    config.check_int("n", n, minimum=1)
+    value = os.environ.get("ELD_PROCESSES", "").strip()
+    if not value:
+        return int(n)
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"ELD_PROCESSES must be a positive integer, got {value!r}")
+    return min(int(n), int(value))
+
+
 def resources_dir() -> Path | None:
     """Directory of the per-chapter resource records (``ELD_RESOURCES_DIR``, set by the book's build), or None."""
     value = os.environ.get("ELD_RESOURCES_DIR")

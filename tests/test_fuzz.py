@@ -33,7 +33,7 @@ from fuzz_cases_parts import CASES as PARTS_CASES  # noqa: E402
 from fuzz_cases_rest import CASES as REST_CASES  # noqa: E402
 from fuzz_cases_train import CASES as TRAIN_CASES  # noqa: E402
 
-from lib import config, curvature, curves, flows, maps, plots, stats, sweep, train, widgets
+from lib import chapter, config, curvature, curves, flows, maps, plots, stats, sweep, train, widgets
 from lib.data import digits, gmm, prompts, sphere, tokens
 from lib.graphs import equivalence, generators, operators, sampling, wl
 from lib.models import cnn, gcn, gnn, laser, mlp, one_hidden, prune, sgnn, transformer, unet
@@ -484,6 +484,7 @@ CASES = [
     # ------------------------------------------------------ the second review's silent acceptances and trainers
     C(config.set_float64, "enabled:bool", False),
     C(config.set_threads, "n:count", torch.get_num_threads()),
+    C(chapter.processes, "n:count", 2),
     C(config.seed_everything, "seed:seed", 0),
     C(config.check_array, "ndim:countnone finite:bool nonempty:bool positive:bool", "value", [1.0, 2.0],
       ndim=1),

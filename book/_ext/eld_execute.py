@@ -15,7 +15,9 @@ its outputs from that cache; what it renders is what it would have rendered afte
 * **Never stale.** The cache lives in the build directory and is emptied before every pre-execution, so it only
   ever holds outputs of this build's code; it is not a cache across builds (``lib.sweep`` is that).
 * **No oversubscription.** A chapter that trains in several processes of its own (``processes`` in
-  ``book/execution_estimates.json``) takes that many slots. Those chapters start first, then the rest, each group
+  ``book/execution_estimates.json``) takes that many slots, and every chapter is told its slots
+  (``ELD_PROCESSES``, read by :func:`lib.chapter.processes`): one that would start two processes when run alone
+  starts one where the estimates give it one slot. Those chapters start first, then the rest, each group
   longest first (the estimates' CPU seconds): a chapter waiting for two free slots in the middle of the build would
   leave a core idle until the chapter before it ends (measured: 141 s of one idle core in a full build). The order
   changes only the wall time, never a result.
@@ -151,11 +153,12 @@ def pre_execute(app, docnames) -> dict[str, dict]:
         while order and (not running or busy + min(jobs[order[0]][1], slots) <= slots):
             docname = order.pop(0)
             path, stem = pending[docname]
-            child_env = dict(os.environ, ELD_DOCNAME=docname)
+            weight = min(jobs[docname][1], slots)
+            # the chapter's own sweeps use at most the slots it takes (lib.chapter.processes)
+            child_env = dict(os.environ, ELD_DOCNAME=docname, ELD_PROCESSES=str(weight))
             cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", str(work / f"{stem}.in.ipynb"),
                    str(work / f"{stem}.out.ipynb"), str(work / f"{stem}.json"), str(path.parent), timeout,
                    allow_errors]
-            weight = min(jobs[docname][1], slots)
             running[docname] = (subprocess.Popen(cmd, env=child_env), weight, time.time())
             busy += weight
         time.sleep(0.2)
