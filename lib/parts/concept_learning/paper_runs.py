@@ -6,7 +6,7 @@ authors' training details.
 chapter's Fig. 6 claims with :func:`~lib.parts.concept_learning.diffusion_variants.fig6_verdicts` at the chapter's
 constants (:data:`FIG6_RULES`; a unit test checks that they are the chapter's).
 
-``concept_variants`` (a CPU study, about 1,600 CPU seconds) retrains the chapter's quick configuration
+``concept_variants`` (a CPU study, about 1,400 CPU seconds) retrains the chapter's quick configuration
 :data:`~lib.parts.concept_learning.settings.CPU_FIG6_QUICK` once with the chapter's training and once under each
 training detail of :data:`~lib.parts.concept_learning.settings.AUTHORS_CODE_VARIANTS`, one piece per (variant, colour
 signal); the chapter reads its committed result while the code it ran is unchanged (:func:`variant_study`) and
@@ -153,7 +153,7 @@ def _variant_cost(config: dict) -> str:
     models = len(config["variants"]) * len(run["deltas"]) * len(run["seeds"])
     steps = models * run["steps"]
     return (f"{models} U-Nets x {run['steps']:,} AdamW steps = {steps:,} model-steps of batch {run['batch_size']} "
-            f"at {run['image_size']}x{run['image_size']}; about 1,600 CPU seconds (one thread a process: 14 minutes "
+            f"at {run['image_size']}x{run['image_size']}; about 1,400 CPU seconds (one thread a process: 12-15 minutes "
             "with --jobs 2 on two cores)")
 
 
