@@ -81,6 +81,10 @@ class PaperRun:
             the code a result depends on; see :func:`code_files`).
         note: how the configuration differs from the paper's, if it does.
         paper_scale: False for a CPU study (see the module's docstring): listed, never on the ledger.
+        gpu_piece_s: the planning estimate of one piece's seconds on one H100 or H200 GPU, from the CPU timings
+            and the run's arithmetic until a GPU run measures it (:func:`gpu_plan` then uses the measured time).
+        gpu_jobs: pieces run side by side on a GPU machine (more than one where a piece has much CPU work
+            beside its GPU work, e.g. building graphs).
     """
 
     name: str
@@ -96,6 +100,8 @@ class PaperRun:
     entry: Callable
     note: str = ""
     paper_scale: bool = True
+    gpu_piece_s: float | None = None
+    gpu_jobs: int = 1
 
 
 def paper_runs() -> dict:
@@ -243,26 +249,27 @@ def _device_name(dev) -> str:
 
 
 def _git_commit() -> str:
+    """The commit of the code (with a mark when ``lib`` has uncommitted changes); in a copy of the working tree
+    without git (a GPU machine sent the files alone), the commit named by ``ELD_COMMIT``, marked as given."""
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True,
                               check=True).stdout.strip()
         dirty = subprocess.run(["git", "status", "--porcelain", "--", "lib"], cwd=REPO_ROOT, capture_output=True,
                                text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
-        return "unknown"
+        given = os.environ.get("ELD_COMMIT", "").strip()
+        return f"{given} (given by ELD_COMMIT: no git here)" if given else "unknown"
     return head + ("+uncommitted changes in lib" if dirty else "")
 
 
 def _timed_piece(name: str, index: int, piece: dict, device: str, threads: int | None):
     """Run one piece (in a worker process when ``threads`` is set): ``(index, stored value)``."""
-    if threads is not None:
-        import torch
+    import torch
 
+    if threads is not None:
         torch.set_num_threads(threads)
     start = time.perf_counter()
     arrays = _get(name).run_piece(piece, device)
-    import torch
-
     return index, {"arrays": arrays, "seconds": time.perf_counter() - start,
                    "device": _device_name(torch.device(device))}
 
@@ -329,6 +336,7 @@ def run(name: str, *, smoke: bool = False, device=None, out_dir=None, max_pieces
         "name": name, "title": r.title, "chapter": r.chapter, "smoke": smoke, "config": _canonical(config),
         "commit": _git_commit(), "code_hash": chash, "code_files": code_files(name), "device": str(dev),
         "device_name": sorted({x["device"] for x in results}), "torch": torch.__version__,
+        "python": platform.python_version(),
         "wall_seconds": round(sum(float(x["seconds"]) for x in results), 1), "pieces": len(pieces),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
     }
@@ -417,15 +425,57 @@ def listing() -> str:
     for name, r in paper_runs().items():
         n = len(r.pieces(r.config))
         kind = "" if r.paper_scale else " (a CPU study: its chapter reads the committed result)"
-        lines.append(f"{name}: {r.title} [{r.chapter}]{kind}\n    {n} pieces; cost: {r.cost(r.config)}"
+        gpu = "" if r.gpu_piece_s is None else (
+            f"\n    planning estimate on one H100/H200: about {r.gpu_piece_s:,.0f} s a piece, {r.gpu_jobs} at a time "
+            f"(not measured: gpu_plan uses the measured time once pieces are stored)")
+        lines.append(f"{name}: {r.title} [{r.chapter}]{kind}\n    {n} pieces; cost: {r.cost(r.config)}{gpu}"
                      + (f"\n    differs from the paper: {r.note}" if r.note else ""))
     return "\n".join(lines)
+
+
+def gpu_plan(device_type: str = "cuda", results_dir=None) -> list[dict]:
+    """The paper-scale runs still to do on a GPU, cheapest first: what ``scripts/gpu_runs.sh`` works through.
+
+    A run with a current result (:func:`result_state`, on any device) is left out, and so is a CPU study. The
+    cheapest first, so that a short GPU session completes whole runs rather than a piece of each.
+
+    Args:
+        device_type: the device type whose stored pieces count (``"cuda"``, ``"cpu"`` or ``"mps"``).
+        results_dir: where the committed results are (default :data:`RESULTS_DIR`).
+
+    Returns:
+        a list of dicts sorted by ``seconds_left``: ``name``, ``pieces`` (how many), ``left`` (pieces not yet
+        stored for this device type and the present code), ``piece_s`` (seconds a piece: the mean over the
+        stored pieces of this device type when there are any, with ``measured`` True, else the run's planning
+        estimate ``gpu_piece_s``), ``jobs`` (pieces at a time) and ``seconds_left`` (``piece_s`` times the
+        rounds of ``jobs`` pieces left).
+    """
+    if device_type not in ("cuda", "cpu", "mps"):
+        raise ValueError(f"device_type must be 'cuda', 'cpu' or 'mps', got {device_type!r}")
+    plan = []
+    for name, r in paper_runs().items():
+        if not r.paper_scale or current_result(name, results_dir)[2] == "current":
+            continue
+        chash = code_hash(name)
+        stored = []
+        pieces = r.pieces(r.config)
+        for piece in pieces:
+            key = _piece_key(name, piece, device_type, chash)
+            stored.append(_load_piece(_piece_path(name, False, key), key))
+        seconds = [float(x["seconds"]) for x in stored if x is not None]
+        piece_s = float(np.mean(seconds)) if seconds else float(r.gpu_piece_s or 600.0)
+        left = sum(x is None for x in stored)
+        plan.append(dict(name=name, pieces=len(pieces), left=left, piece_s=piece_s, measured=bool(seconds),
+                         jobs=r.gpu_jobs, seconds_left=piece_s * -(-left // r.gpu_jobs)))
+    return sorted(plan, key=lambda p: p["seconds_left"])
 
 
 def _main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m lib.paper_scale", description=__doc__.split("\n\n")[0])
     p.add_argument("name", nargs="?", help="the named run (see --list)")
     p.add_argument("--list", action="store_true", help="list the named runs with an estimate of their cost")
+    p.add_argument("--plan", action="store_true", help="the GPU plan: runs without a current result, cheapest "
+                   "first (one line each: name, pieces left, seconds a piece, pieces at a time)")
     p.add_argument("--smoke", action="store_true", help="the tiny configuration (CPU, seconds; marked smoke)")
     p.add_argument("--device", default=None, help="cuda, cuda:N, cpu, mps (default: cuda if available)")
     p.add_argument("--out", default=None, help="directory for NAME.npz and NAME.json")
@@ -435,6 +485,10 @@ def _main(argv=None) -> int:
     a = p.parse_args(argv)
     if a.list:
         print(listing())
+        return 0
+    if a.plan:
+        for x in gpu_plan((a.device or "cuda").split(":")[0]):
+            print(x["name"], x["left"], round(x["piece_s"]), x["jobs"])
         return 0
     if not a.name:
         p.error("give a NAME or --list")

@@ -687,7 +687,7 @@ models.shallow_attention: attention_mass  # per-step kernel, guarded by its fuzz
 models.hf: load_pretrained  # loads a saved model from a folder or the hub: no case written yet
 parts.edge_of_stability.balancing: single_neuron_reduced_step
     # per-step kernel, guarded by its fuzzed caller (KERNEL_CALLERS)
-paper_scale: code_files code_hash current_result ledger load_result piece_status result_state run
+paper_scale: code_files code_hash current_result gpu_plan ledger load_result piece_status result_state run
     # the paper-scale runner, its registry and result files: tests/test_paper_scale.py
 parts.concept_learning.deep_models: illusion_fraction
     # takes a SymmetricRun and the OOD losses of a long run: no case written yet

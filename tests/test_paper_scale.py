@@ -40,8 +40,8 @@ def test_list_prints_every_run_with_a_cost(capsys):
 def test_smoke_run_writes_result_and_provenance(work, name):
     path = ps.run(name, smoke=True, out_dir=work / "out", progress=False)
     meta = json.loads(path.read_text())
-    for key in ("config", "commit", "code_hash", "code_files", "device", "device_name", "torch", "wall_seconds",
-                "date", "pieces"):
+    for key in ("config", "commit", "code_hash", "code_files", "device", "device_name", "torch", "python",
+                "wall_seconds", "date", "pieces"):
         assert key in meta, key
     assert meta["smoke"] is True and meta["device"] == "cpu" and meta["code_hash"] == ps.code_hash(name)
     assert meta["config"] == ps._canonical(ps.paper_runs()[name].smoke)
@@ -385,3 +385,68 @@ def test_recall_pieces_measure_layer_one_as_recall_rules_does(work):
     ref = layer1_offsets(model.attention_maps[0][:, 0])
     assert float(out["prev_hit"]) == pytest.approx(ref["prev_hit"])
     np.testing.assert_allclose(out["by_offset"], ref["by_offset"], rtol=1e-6)
+
+
+def test_gpu_plan_takes_the_cheapest_first_and_leaves_out_current_results(work, monkeypatch):
+    plan = ps.gpu_plan("cuda", results_dir=work / "none")
+    runs = ps.paper_runs()
+    assert [p["name"] for p in plan] and {p["name"] for p in plan} == {n for n, r in runs.items() if r.paper_scale}
+    assert [p["seconds_left"] for p in plan] == sorted(p["seconds_left"] for p in plan)
+    for p in plan:
+        r = runs[p["name"]]
+        assert p["left"] == p["pieces"] == len(r.pieces(r.config)) and not p["measured"]
+        assert p["piece_s"] == r.gpu_piece_s and p["jobs"] == r.gpu_jobs
+        assert p["seconds_left"] == p["piece_s"] * -(-p["left"] // p["jobs"])
+    ps.run("gt_fig33b", smoke=True, out_dir=work / "out", progress=False)
+    _as_paper_scale("gt_fig33b", work / "out", monkeypatch)  # a current result: nothing left to run
+    assert "gt_fig33b" not in {p["name"] for p in ps.gpu_plan("cuda", results_dir=work / "out")}
+    assert "gt_fig33b" in {p["name"] for p in ps.gpu_plan("cuda", results_dir=work / "none")}
+
+
+def test_gpu_plan_counts_stored_pieces_of_its_device_type_and_their_measured_time(work, monkeypatch):
+    import dataclasses
+
+    import lib.parts.generalisation.paper_runs as gpr
+
+    runs = [dataclasses.replace(r, config=r.smoke) if r.name == "gt_fig33a" else r
+            for r in gpr.GENERALISATION_PAPER_RUNS]
+    monkeypatch.setattr(gpr, "GENERALISATION_PAPER_RUNS", runs)
+    assert ps.run("gt_fig33a", device="cpu", max_pieces=1, progress=False) is None  # one of three pieces
+    (row,) = [p for p in ps.gpu_plan("cpu", results_dir=work / "none") if p["name"] == "gt_fig33a"]
+    stored = [x for x in (work / "work" / "gt_fig33a").glob("*.npz")]
+    assert len(stored) == 1 and row["left"] == 2 and row["measured"] and 0 < row["piece_s"] < 120
+    (row,) = [p for p in ps.gpu_plan("cuda", results_dir=work / "none") if p["name"] == "gt_fig33a"]
+    assert row["left"] == 3 and not row["measured"]  # a CPU piece is no CUDA piece
+    with pytest.raises(ValueError, match="device_type"):
+        ps.gpu_plan("tpu")
+
+
+def test_the_commit_is_the_one_given_where_there_is_no_git(tmp_path, monkeypatch):
+    monkeypatch.setattr(ps, "REPO_ROOT", tmp_path)  # not a repository
+    monkeypatch.delenv("ELD_COMMIT", raising=False)
+    assert ps._git_commit() == "unknown"
+    monkeypatch.setenv("ELD_COMMIT", "a" * 40)
+    assert ps._git_commit() == "a" * 40 + " (given by ELD_COMMIT: no git here)"
+
+
+def test_the_gpu_job_sends_back_one_archive_that_unpacks_in_place(tmp_path):
+    """scripts/gpu_runs.sh as a dry run on the CPU (SMOKE=1): a machine that returns only a few files under $OUT
+    gets the whole call in one archive and a summary."""
+    import os
+    import subprocess
+    import sys
+    import tarfile
+
+    out, logs = tmp_path / "out", tmp_path / "logs"
+    out.mkdir()
+    env = dict(os.environ, SMOKE="1", SKIP_TESTS="1", OUT=str(out), GPU_RUNS_LOGS=str(logs), PY=sys.executable)
+    r = subprocess.run(["bash", "scripts/gpu_runs.sh", "gt_fig33a"], cwd=REPO_ROOT, env=env, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["gpu_runs.tar.gz", "summary.txt"]
+    with tarfile.open(out / "gpu_runs.tar.gz") as tar:
+        names = tar.getnames()
+    assert any(n.endswith("smoke-results/gt_fig33a.json") for n in names), names
+    assert not any("book/paper_scale" in n for n in names)  # a dry run never touches the committed files
+    summary = (out / "summary.txt").read_text()
+    assert "gt_fig33a: result written" in summary and "gt_fig33b" not in summary  # only the run asked for

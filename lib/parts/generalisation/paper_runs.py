@@ -99,7 +99,8 @@ GENERALISATION_PAPER_RUNS = [
         f"m = 400): |L|* against {what}", chapter="notebooks/generalisation/02_graph_transformers", config=cfg,
         smoke=dict(_TINY, axis=cfg["axis"], fixed=cfg["fixed"], xs=cfg["xs"][:3]), pieces=_gt_pieces,
         run_piece=_gt_piece, combine=_gt_combine, claims=_gt_claims, cost=_gt_cost, entry=train_gt,
-        note="η = 0.1 (thesis 0.01), 1,500 steps, success at test hinge < 0.1 (thesis 1e-3), as in the chapter")
+        note="η = 0.1 (thesis 0.01), 1,500 steps, success at test hinge < 0.1 (thesis 1e-3), as in the chapter",
+        gpu_piece_s=120.0, gpu_jobs=4)  # graphs (distances of N = 1000) and neighbour draws are CPU work
     for panel, cfg, what in (("a", _FIG33A, "γ_d"), ("b", _FIG33B, "1 - ε_S"))
 ]
 
@@ -201,5 +202,6 @@ GENERALISATION_PAPER_RUNS += [
         run_piece=_vit_piece, combine=_vit_combine, claims=_vit_claims, cost=_vit_cost, entry=train_vit,
         note="α* from 0.35 (Eq. 2.8 fails at 0.3); η = 0.5, batch 16, 300 steps (the thesis gives none); "
         "success at test hinge < 0.01 (thesis 1e-3); Fig 2.2 from the map's runs at δ = 0.2 (thesis 0.4); "
-        "the chapter's non-degenerate initialisation"),
+        "the chapter's non-degenerate initialisation",
+        gpu_piece_s=150.0, gpu_jobs=2),  # 320 networks x 300 steps, and 6,020 evaluations of 500 samples a piece
 ]
