@@ -433,7 +433,7 @@ def listing() -> str:
     return "\n".join(lines)
 
 
-def gpu_plan(device_type: str = "cuda", results_dir=None) -> list[dict]:
+def gpu_plan(device_type: str = "cuda", results_dir=None, smoke: bool = False) -> list[dict]:
     """The paper-scale runs still to do on a GPU, cheapest first: what ``scripts/gpu_runs.sh`` works through.
 
     A run with a current result (:func:`result_state`, on any device) is left out, and so is a CPU study. The
@@ -442,6 +442,7 @@ def gpu_plan(device_type: str = "cuda", results_dir=None) -> list[dict]:
     Args:
         device_type: the device type whose stored pieces count (``"cuda"``, ``"cpu"`` or ``"mps"``).
         results_dir: where the committed results are (default :data:`RESULTS_DIR`).
+        smoke: plan the smoke configurations (a dry run: their pieces are counted, and no result is current).
 
     Returns:
         a list of dicts sorted by ``seconds_left``: ``name``, ``pieces`` (how many), ``left`` (pieces not yet
@@ -452,16 +453,17 @@ def gpu_plan(device_type: str = "cuda", results_dir=None) -> list[dict]:
     """
     if device_type not in ("cuda", "cpu", "mps"):
         raise ValueError(f"device_type must be 'cuda', 'cpu' or 'mps', got {device_type!r}")
+    check_bool("smoke", smoke)
     plan = []
     for name, r in paper_runs().items():
-        if not r.paper_scale or current_result(name, results_dir)[2] == "current":
+        if not r.paper_scale or (not smoke and current_result(name, results_dir)[2] == "current"):
             continue
         chash = code_hash(name)
         stored = []
-        pieces = r.pieces(r.config)
+        pieces = r.pieces(_config(r, smoke))
         for piece in pieces:
             key = _piece_key(name, piece, device_type, chash)
-            stored.append(_load_piece(_piece_path(name, False, key), key))
+            stored.append(_load_piece(_piece_path(name, smoke, key), key))
         seconds = [float(x["seconds"]) for x in stored if x is not None]
         piece_s = float(np.mean(seconds)) if seconds else float(r.gpu_piece_s or 600.0)
         left = sum(x is None for x in stored)
@@ -487,7 +489,7 @@ def _main(argv=None) -> int:
         print(listing())
         return 0
     if a.plan:
-        for x in gpu_plan((a.device or "cuda").split(":")[0]):
+        for x in gpu_plan((a.device or "cuda").split(":")[0], smoke=a.smoke):
             print(x["name"], x["left"], round(x["piece_s"]), x["jobs"])
         return 0
     if not a.name:

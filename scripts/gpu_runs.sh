@@ -67,7 +67,7 @@ if [ -z "${SKIP_TESTS:-}" ] && [ ! -e "$LOGS/test_cuda.done" ]; then
 fi
 
 # the plan: one line per run without a current result, cheapest first: name, pieces left, seconds a piece, jobs
-mapfile -t plan < <("$PY" -m lib.paper_scale --plan --device "$DEVICE")
+mapfile -t plan < <("$PY" -m lib.paper_scale --plan --device "$DEVICE" ${SMOKE:+--smoke})
 if [ $# -gt 0 ]; then
     wanted=" $* "
     mapfile -t plan < <(for line in "${plan[@]}"; do [[ $wanted == *" ${line%% *} "* ]] && echo "$line"; done)

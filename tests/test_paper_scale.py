@@ -419,6 +419,16 @@ def test_gpu_plan_counts_stored_pieces_of_its_device_type_and_their_measured_tim
     assert row["left"] == 3 and not row["measured"]  # a CPU piece is no CUDA piece
     with pytest.raises(ValueError, match="device_type"):
         ps.gpu_plan("tpu")
+    with pytest.raises(ValueError, match="smoke"):
+        ps.gpu_plan("cpu", smoke=1)
+
+
+def test_a_dry_run_plans_the_smoke_configurations_even_of_runs_with_a_current_result(work, monkeypatch):
+    ps.run("gt_fig33b", smoke=True, out_dir=work / "out", progress=False)
+    _as_paper_scale("gt_fig33b", work / "out", monkeypatch)
+    (row,) = [p for p in ps.gpu_plan("cpu", results_dir=work / "out", smoke=True) if p["name"] == "gt_fig33b"]
+    r = ps.paper_runs()["gt_fig33b"]
+    assert row["left"] == 0 and row["pieces"] == len(r.pieces(r.smoke))
 
 
 def test_the_commit_is_the_one_given_where_there_is_no_git(tmp_path, monkeypatch):
