@@ -23,6 +23,10 @@ is read by its chapter when :func:`current_result` finds it current, and the cha
 otherwise; it is listed with the runs but never stands on the paper-scale ledger. ``--jobs N`` runs N pieces side
 by side (processes, one torch thread each when N is the number of cores).
 
+``python -m lib.paper_scale --plan`` (:func:`gpu_plan`) orders the runs without a current result for a GPU, the
+cheapest first, from each run's planning estimate until pieces measured on the device replace it;
+``scripts/gpu_runs.sh`` works through that plan under a time budget.
+
 The runs themselves are defined in the parts (``lib.parts.<part>.paper_runs``, each a list ``*_PAPER_RUNS`` of
 :class:`PaperRun`) next to the chapters' decision rules they reuse.
 """
@@ -433,7 +437,7 @@ def listing() -> str:
     return "\n".join(lines)
 
 
-def gpu_plan(device_type: str = "cuda", results_dir=None, smoke: bool = False) -> list[dict]:
+def gpu_plan(device_type: str = "cuda", results_dir=None, smoke: bool = False, names=None) -> list[dict]:
     """The paper-scale runs still to do on a GPU, cheapest first: what ``scripts/gpu_runs.sh`` works through.
 
     A run with a current result (:func:`result_state`, on any device) is left out, and so is a CPU study. The
@@ -443,6 +447,8 @@ def gpu_plan(device_type: str = "cuda", results_dir=None, smoke: bool = False) -
         device_type: the device type whose stored pieces count (``"cuda"``, ``"cpu"`` or ``"mps"``).
         results_dir: where the committed results are (default :data:`RESULTS_DIR`).
         smoke: plan the smoke configurations (a dry run: their pieces are counted, and no result is current).
+        names: plan these runs only, each even when its result is current (to run it again, e.g. on a GPU
+            after a CPU run); default every paper-scale run without a current result.
 
     Returns:
         a list of dicts sorted by ``seconds_left``: ``name``, ``pieces`` (how many), ``left`` (pieces not yet
@@ -454,9 +460,15 @@ def gpu_plan(device_type: str = "cuda", results_dir=None, smoke: bool = False) -
     if device_type not in ("cuda", "cpu", "mps"):
         raise ValueError(f"device_type must be 'cuda', 'cpu' or 'mps', got {device_type!r}")
     check_bool("smoke", smoke)
+    runs = paper_runs()
+    if names is not None and (isinstance(names, str) or not all(isinstance(n, str) and n in runs for n in names)):
+        raise ValueError(f"names must be a list of names of {sorted(runs)}, got {names!r}")
     plan = []
-    for name, r in paper_runs().items():
-        if not r.paper_scale or (not smoke and current_result(name, results_dir)[2] == "current"):
+    for name, r in runs.items():
+        if names is not None:
+            if name not in names:
+                continue
+        elif not r.paper_scale or (not smoke and current_result(name, results_dir)[2] == "current"):
             continue
         chash = code_hash(name)
         stored = []
@@ -476,8 +488,8 @@ def _main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m lib.paper_scale", description=__doc__.split("\n\n")[0])
     p.add_argument("name", nargs="?", help="the named run (see --list)")
     p.add_argument("--list", action="store_true", help="list the named runs with an estimate of their cost")
-    p.add_argument("--plan", action="store_true", help="the GPU plan: runs without a current result, cheapest "
-                   "first (one line each: name, pieces left, seconds a piece, pieces at a time)")
+    p.add_argument("--plan", action="store_true", help="the GPU plan: runs without a current result (or NAME, even "
+                   "if current), cheapest first (one line each: name, pieces left, seconds a piece, pieces at a time)")
     p.add_argument("--smoke", action="store_true", help="the tiny configuration (CPU, seconds; marked smoke)")
     p.add_argument("--device", default=None, help="cuda, cuda:N, cpu, mps (default: cuda if available)")
     p.add_argument("--out", default=None, help="directory for NAME.npz and NAME.json")
@@ -489,7 +501,7 @@ def _main(argv=None) -> int:
         print(listing())
         return 0
     if a.plan:
-        for x in gpu_plan((a.device or "cuda").split(":")[0], smoke=a.smoke):
+        for x in gpu_plan((a.device or "cuda").split(":")[0], smoke=a.smoke, names=[a.name] if a.name else None):
             print(x["name"], x["left"], round(x["piece_s"]), x["jobs"])
         return 0
     if not a.name:

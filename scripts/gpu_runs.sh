@@ -6,7 +6,8 @@
 # Every finished piece is stored at once in book/paper_scale/pieces (ELD_PAPER_SCALE_DIR to change it), so calling
 # this script again, here or on another machine given that folder (commit it), continues where the last call stopped.
 #
-#   scripts/gpu_runs.sh [NAME ...]        default: the CUDA tests, then every run of the plan
+#   scripts/gpu_runs.sh [NAME ...]        default: the CUDA tests, then every run of the plan; runs named are
+#                                         planned even when their result is current (to run them again)
 #   BUDGET_S=540 scripts/gpu_runs.sh      start no new round after BUDGET_S seconds (default 540: under 10 minutes)
 #   SKIP_TESTS=1                          skip the CUDA test module
 #   SMOKE=1                               the runs' tiny configurations (a dry run of this script on a CPU; nothing
@@ -67,11 +68,15 @@ if [ -z "${SKIP_TESTS:-}" ] && [ ! -e "$LOGS/test_cuda.done" ]; then
 fi
 
 # the plan: one line per run without a current result, cheapest first: name, pieces left, seconds a piece, jobs
-mapfile -t plan < <("$PY" -m lib.paper_scale --plan --device "$DEVICE" ${SMOKE:+--smoke})
-if [ $# -gt 0 ]; then
-    wanted=" $* "
-    mapfile -t plan < <(for line in "${plan[@]}"; do [[ $wanted == *" ${line%% *} "* ]] && echo "$line"; done)
-fi
+# (runs named on the command line are planned even when their result is current: to run them again on a GPU)
+mapfile -t plan < <("$PY" - "$DEVICE" "${SMOKE:+smoke}" "$@" <<'PYEOF'
+import sys
+from lib.paper_scale import gpu_plan
+device, smoke, names = sys.argv[1], bool(sys.argv[2]), sys.argv[3:] or None
+for x in gpu_plan(device, smoke=smoke, names=names):
+    print(x["name"], x["left"], round(x["piece_s"]), x["jobs"])
+PYEOF
+)
 say "plan (run, pieces left, seconds a piece, at a time): ${plan[*]/%/;}"
 status=0
 for line in "${plan[@]}"; do

@@ -401,6 +401,11 @@ def test_gpu_plan_takes_the_cheapest_first_and_leaves_out_current_results(work, 
     _as_paper_scale("gt_fig33b", work / "out", monkeypatch)  # a current result: nothing left to run
     assert "gt_fig33b" not in {p["name"] for p in ps.gpu_plan("cuda", results_dir=work / "out")}
     assert "gt_fig33b" in {p["name"] for p in ps.gpu_plan("cuda", results_dir=work / "none")}
+    named = ps.gpu_plan("cuda", results_dir=work / "out", names=["gt_fig33b", "recall_fig43"])  # asked for: planned
+    assert sorted(p["name"] for p in named) == ["gt_fig33b", "recall_fig43"]
+    for bad in ("gt_fig33b", ["no_such_run"], [3]):
+        with pytest.raises(ValueError, match="names"):
+            ps.gpu_plan("cuda", names=bad)
 
 
 def test_gpu_plan_counts_stored_pieces_of_its_device_type_and_their_measured_time(work, monkeypatch):
