@@ -89,6 +89,9 @@ class PaperRun:
             and the run's arithmetic until a GPU run measures it (:func:`gpu_plan` then uses the measured time).
         gpu_jobs: pieces run side by side on a GPU machine (more than one where a piece has much CPU work
             beside its GPU work, e.g. building graphs).
+        cpu_piece: ``cpu_piece(piece) -> bool``, True for a piece whose work a GPU does not speed up (a GA-MLP
+            whose time is its SciPy features): it runs on the CPU on every machine, and a machine without a GPU
+            can run those pieces ahead (``run(..., cpu_pieces_only=True)``, ``--cpu-pieces``).
     """
 
     name: str
@@ -106,6 +109,7 @@ class PaperRun:
     paper_scale: bool = True
     gpu_piece_s: float | None = None
     gpu_jobs: int = 1
+    cpu_piece: Callable | None = None
 
 
 def paper_runs() -> dict:
@@ -229,6 +233,13 @@ def _store_piece(path: Path, key: str, name: str, value: dict) -> None:
     os.replace(tmp, path)
 
 
+def _piece_device(run: PaperRun, piece: dict, device):
+    """The device a piece runs on: the CPU for a piece that a GPU does not speed up (``run.cpu_piece``)."""
+    import torch
+
+    return torch.device("cpu") if run.cpu_piece is not None and run.cpu_piece(piece) else device
+
+
 def piece_status(name: str, *, smoke: bool = False, device=None) -> list[bool]:
     """For each piece of a named run, whether it is already stored for this code and device."""
     check_bool("smoke", smoke)
@@ -237,7 +248,7 @@ def piece_status(name: str, *, smoke: bool = False, device=None) -> list[bool]:
     chash = code_hash(name)
     out = []
     for piece in run.pieces(_config(run, smoke)):
-        key = _piece_key(name, piece, dev.type, chash)
+        key = _piece_key(name, piece, _piece_device(run, piece, dev).type, chash)
         out.append(_load_piece(_piece_path(name, smoke, key), key) is not None)
     return out
 
@@ -279,7 +290,7 @@ def _timed_piece(name: str, index: int, piece: dict, device: str, threads: int |
 
 
 def run(name: str, *, smoke: bool = False, device=None, out_dir=None, max_pieces: int | None = None,
-        progress: bool = True, n_jobs: int = 1):
+        progress: bool = True, n_jobs: int = 1, cpu_pieces_only: bool = False):
     """Run the named configuration (or its smoke variant), resuming from stored pieces.
 
     Args:
@@ -292,6 +303,8 @@ def run(name: str, *, smoke: bool = False, device=None, out_dir=None, max_pieces
         progress: show a tqdm bar over the pieces.
         n_jobs: pieces run side by side in this many processes (joblib; each piece is stored as it finishes);
             with more than one, each process gets ``cpu_count // n_jobs`` torch threads.
+        cpu_pieces_only: run only the pieces that run on the CPU on every machine (``PaperRun.cpu_piece``),
+            ahead of a GPU run that does the rest; returns None while other pieces remain.
 
     Returns the path of ``NAME.json``, or None when stopped by ``max_pieces`` before the last piece.
     """
@@ -300,28 +313,36 @@ def run(name: str, *, smoke: bool = False, device=None, out_dir=None, max_pieces
     if max_pieces is not None:
         check_int("max_pieces", max_pieces, minimum=1)
     check_int("n_jobs", n_jobs, minimum=1)
+    check_bool("cpu_pieces_only", cpu_pieces_only)
     r = _get(name)
     dev = check_device("device", device or ("cpu" if smoke else best_device()))
     config = _config(r, smoke)
     chash = code_hash(name)
     pieces = r.pieces(config)
-    keys = [_piece_key(name, p, dev.type, chash) for p in pieces]
+    devs = [_piece_device(r, p, dev) for p in pieces]
+    keys = [_piece_key(name, p, d.type, chash) for p, d in zip(pieces, devs)]
     results = [_load_piece(_piece_path(name, smoke, k), k) for k in keys]
     done_before = sum(x is not None for x in results)
     from tqdm.auto import tqdm
 
     bar = tqdm(total=len(pieces), initial=done_before, desc=name, disable=not progress, unit="piece")
     todo = [i for i in range(len(pieces)) if results[i] is None]
-    stopped = max_pieces is not None and len(todo) > max_pieces
+    if cpu_pieces_only:
+        on_cpu = [r.cpu_piece is not None and bool(r.cpu_piece(p)) for p in pieces]
+        stopped = not all(on_cpu[i] for i in todo)
+        todo = [i for i in todo if on_cpu[i]]
+    else:
+        stopped = False
+    stopped = stopped or (max_pieces is not None and len(todo) > max_pieces)
     todo = todo[:max_pieces] if max_pieces is not None else todo
     if n_jobs == 1 or len(todo) <= 1:
-        done = (_timed_piece(name, i, pieces[i], str(dev), None) for i in todo)
+        done = (_timed_piece(name, i, pieces[i], str(devs[i]), None) for i in todo)
     else:
         from joblib import Parallel, delayed
 
         threads = max(1, (os.cpu_count() or 1) // n_jobs)
         done = Parallel(n_jobs=n_jobs, return_as="generator_unordered")(
-            delayed(_timed_piece)(name, i, pieces[i], str(dev), threads) for i in todo)
+            delayed(_timed_piece)(name, i, pieces[i], str(devs[i]), threads) for i in todo)
     for i, value in done:
         _store_piece(_piece_path(name, smoke, keys[i]), keys[i], name, value)
         results[i] = value
@@ -474,7 +495,8 @@ def gpu_plan(device_type: str = "cuda", results_dir=None, smoke: bool = False, n
         stored = []
         pieces = r.pieces(_config(r, smoke))
         for piece in pieces:
-            key = _piece_key(name, piece, device_type, chash)
+            cpu = r.cpu_piece is not None and r.cpu_piece(piece)
+            key = _piece_key(name, piece, "cpu" if cpu else device_type, chash)
             stored.append(_load_piece(_piece_path(name, smoke, key), key))
         seconds = [float(x["seconds"]) for x in stored if x is not None]
         piece_s = float(np.mean(seconds)) if seconds else float(r.gpu_piece_s or 600.0)
@@ -495,6 +517,8 @@ def _main(argv=None) -> int:
     p.add_argument("--out", default=None, help="directory for NAME.npz and NAME.json")
     p.add_argument("--max-pieces", type=int, default=None, help="stop after this many new pieces")
     p.add_argument("--jobs", type=int, default=1, help="pieces run side by side (processes)")
+    p.add_argument("--cpu-pieces", action="store_true", help="run only the pieces that run on the CPU on every "
+                   "machine (ahead of a GPU run that does the rest)")
     p.add_argument("--no-progress", action="store_true")
     a = p.parse_args(argv)
     if a.list:
@@ -507,10 +531,15 @@ def _main(argv=None) -> int:
     if not a.name:
         p.error("give a NAME or --list")
     path = run(a.name, smoke=a.smoke, device=a.device, out_dir=a.out, max_pieces=a.max_pieces,
-               progress=not a.no_progress, n_jobs=a.jobs)
+               progress=not a.no_progress, n_jobs=a.jobs, cpu_pieces_only=a.cpu_pieces)
     if path is None:
         done = piece_status(a.name, smoke=a.smoke, device=a.device or ("cpu" if a.smoke else None))
-        print(f"{a.name}: {sum(done)} of {len(done)} pieces stored; run the same command again to continue")
+        more = "run the same command again to continue"
+        r = _get(a.name)
+        if a.cpu_pieces and all(d or not (r.cpu_piece and r.cpu_piece(p))
+                                for d, p in zip(done, r.pieces(_config(r, a.smoke)))):
+            more = "the CPU's pieces are done; the rest want a GPU (the same command without --cpu-pieces there)"
+        print(f"{a.name}: {sum(done)} of {len(done)} pieces stored; {more}")
         return 3
     print(f"{a.name}: wrote {path} and {path.with_suffix('.npz')}")
     return 0

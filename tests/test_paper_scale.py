@@ -465,3 +465,43 @@ def test_the_gpu_job_sends_back_one_archive_that_unpacks_in_place(tmp_path):
     assert not any("book/paper_scale" in n for n in names)  # a dry run never touches the committed files
     summary = (out / "summary.txt").read_text()
     assert "gt_fig33a: result written" in summary and "gt_fig33b" not in summary  # only the run asked for
+
+
+def test_cpu_pieces_run_ahead_on_a_machine_without_a_gpu_and_the_rest_completes_the_run(work, monkeypatch):
+    """sbm_fig24's GA-MLP pieces (their time is SciPy features) run on the CPU on every machine: a CPU machine
+    runs them ahead, a GPU run finds them stored and does the sGNN pieces, and the result is a straight run's."""
+    import torch
+
+    import lib.parts.graph_networks.paper_runs as gnr
+
+    name, r = "sbm_fig24", ps.paper_runs()["sbm_fig24"]
+    pieces = r.pieces(r.smoke)
+    sgnn = [p["model"] == "sGNN" for p in pieces]
+    assert any(sgnn) and not all(sgnn)
+    for p, is_sgnn in zip(pieces, sgnn):  # a GPU run keys and runs the GA-MLP pieces on the CPU
+        assert ps._piece_device(r, p, torch.device("cuda")).type == ("cuda" if is_sgnn else "cpu")
+    assert ps.run(name, smoke=True, out_dir=work / "out", progress=False, cpu_pieces_only=True) is None
+    assert ps.piece_status(name, smoke=True, device="cpu") == [not s for s in sgnn]
+    (row,) = [p for p in ps.gpu_plan("cuda", smoke=True) if p["name"] == name]
+    assert row["left"] == sum(sgnn)  # what a GPU session has left
+    original, calls = gnr.run_sbm, []
+
+    def counting(*args, **kw):
+        calls.append(kw["operators"])
+        return original(*args, **kw)
+
+    monkeypatch.setattr(gnr, "run_sbm", counting)
+    assert ps.run(name, smoke=True, out_dir=work / "out", progress=False) is not None
+    assert calls == [()] * sum(sgnn)  # only the sGNN pieces were left
+    monkeypatch.setenv("ELD_PAPER_SCALE_DIR", str(work / "straight"))
+    ps.run(name, smoke=True, out_dir=work / "straight-out", progress=False)
+    a, _ = ps.load_result(name, work / "out")
+    b, _ = ps.load_result(name, work / "straight-out")
+    assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+    with pytest.raises(ValueError, match="cpu_pieces_only"):
+        ps.run(name, smoke=True, cpu_pieces_only="yes")
+
+
+def test_cli_says_when_only_gpu_pieces_are_left(work, capsys):
+    assert ps._main(["sbm_fig24", "--smoke", "--cpu-pieces", "--no-progress", "--out", str(work)]) == 3
+    assert "the rest want a GPU" in capsys.readouterr().out
