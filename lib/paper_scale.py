@@ -474,9 +474,9 @@ def gpu_plan(device_type: str = "cuda", results_dir=None, smoke: bool = False, n
     Returns:
         a list of dicts sorted by ``seconds_left``: ``name``, ``pieces`` (how many), ``left`` (pieces not yet
         stored for this device type and the present code), ``piece_s`` (seconds a piece: the mean over the
-        stored pieces of this device type when there are any, with ``measured`` True, else the run's planning
-        estimate ``gpu_piece_s``), ``jobs`` (pieces at a time) and ``seconds_left`` (``piece_s`` times the
-        rounds of ``jobs`` pieces left).
+        stored pieces of the kind left (CPU pieces or the others, :attr:`PaperRun.cpu_piece`) when there are
+        any, with ``measured`` True, else the run's planning estimate ``gpu_piece_s``), ``jobs`` (pieces at a
+        time) and ``seconds_left`` (``piece_s`` times the rounds of ``jobs`` pieces left).
     """
     if device_type not in ("cuda", "cpu", "mps"):
         raise ValueError(f"device_type must be 'cuda', 'cpu' or 'mps', got {device_type!r}")
@@ -494,11 +494,12 @@ def gpu_plan(device_type: str = "cuda", results_dir=None, smoke: bool = False, n
         chash = code_hash(name)
         stored = []
         pieces = r.pieces(_config(r, smoke))
-        for piece in pieces:
-            cpu = r.cpu_piece is not None and r.cpu_piece(piece)
+        on_cpu = [r.cpu_piece is not None and bool(r.cpu_piece(p)) for p in pieces]
+        for piece, cpu in zip(pieces, on_cpu):
             key = _piece_key(name, piece, "cpu" if cpu else device_type, chash)
             stored.append(_load_piece(_piece_path(name, smoke, key), key))
-        seconds = [float(x["seconds"]) for x in stored if x is not None]
+        kinds = {c for c, x in zip(on_cpu, stored) if x is None} or set(on_cpu)  # time the kind of piece left
+        seconds = [float(x["seconds"]) for c, x in zip(on_cpu, stored) if x is not None and c in kinds]
         piece_s = float(np.mean(seconds)) if seconds else float(r.gpu_piece_s or 600.0)
         left = sum(x is None for x in stored)
         plan.append(dict(name=name, pieces=len(pieces), left=left, piece_s=piece_s, measured=bool(seconds),
