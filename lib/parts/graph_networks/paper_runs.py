@@ -94,10 +94,10 @@ def _sbm_claims(arrays, config: dict) -> list[dict]:
 def _sbm_cost(config: dict) -> str:
     n_set = len(config["ab"])
     return (f"{n_set} settings x (3 GA-MLPs + one {config['sgnn_depth']}-layer sGNN) x {config['n_train']:,} "
-            f"graphs of n = {config['n']} = {4 * n_set * config['n_train']:,} model-steps; measured on 2 shared CPU "
-            "cores: about 0.08 s a GA-MLP step (mostly its SciPy features, which stay on the CPU on any device: "
-            "about 8 minutes a GA-MLP piece) and 0.2-3 s a 60-layer sGNN step (20 minutes to 5 hours a sGNN "
-            "piece); no GPU timing yet")
+            f"graphs of n = {config['n']} = {4 * n_set * config['n_train']:,} model-steps; measured on two CPU "
+            "cores, one thread a piece and two side by side (2026-11-27): 9-12 s a GA-MLP piece (its SciPy "
+            "features, computed 200 graphs at a time, stay on the CPU on any device) and 200-370 s a 60-layer "
+            "sGNN piece (30-60 ms a step): 1,500 s of piece time, 16 minutes on the clock; no GPU timing yet")
 
 
 GRAPH_PAPER_RUNS = [
