@@ -212,6 +212,9 @@ def test_the_page_shows_stale_as_stale_and_never_as_a_status():
     current = dict(row, state="current", status="not reproduced", measured="m")
     page = _ext().ledger_html([current], lambda d: d + ".html")
     assert "<strong>not reproduced</strong>" in page and "committed yet" not in page
+    none = dict(row, run="not_run", state="none")
+    page = _ext().ledger_html([none, row, current | dict(run="current_run")], lambda d: d + ".html")
+    assert page.index("current_run") < page.index("gt_fig33b") < page.index("not_run")  # results first
 
 
 def test_a_sphinx_build_renders_the_ledger_with_this_builds_cpu_claims(tmp_path):

@@ -61,7 +61,8 @@ def ledger_html(rows: list[dict], uri) -> str:
                  "<thead><tr><th>run</th><th>claim</th><th>CPU (this build)</th><th>paper scale</th>"
                  "<th>measured at paper scale</th><th>device, date</th><th>rule (the chapter's)</th></tr></thead>"
                  "<tbody>")
-    for r in rows:
+    # the runs with a current result first, then stale ones, then those not run yet (each group in registry order)
+    for r in sorted(rows, key=lambda r: (r["state"] != "current", r["state"] == "none")):
         if r["state"] == "current":
             ps = f"<strong>{e(r['status'])}</strong>"
         elif r["state"] == "none":
