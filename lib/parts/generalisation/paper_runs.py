@@ -197,12 +197,12 @@ def _vit_cost(config: dict) -> str:
     members = len(config["Ns"]) * len(config["seeds"])
     steps = 2 * len(config["alphas"]) * members * c["steps"]
     evals = len(config["alphas"]) * len(config["seeds"]) * (c["steps"] // config["record_every"] + 1)
-    seconds = 0.0033 * steps + 0.11 * evals
+    seconds = 0.0095 * steps + 0.29 * evals
     return (f"{len(config['alphas'])} pieces of {members} trained + {members} frozen-attention networks (L = "
             f"{c['L']}, m = {c['m']}) x {c['steps']} SGD steps of batch {c['batch']} = {steps:,} model-steps, and "
             f"{evals:,} test-set evaluations ({c['n_test']} samples) of the largest N's runs for Fig 2.2; measured "
-            "on one thread of two busy CPU cores at these sizes (2026-11-27): about 3.3 ms a model-step and 0.11 s "
-            "a member's evaluation, "
+            "on one shared CPU core at these sizes: about 0.01 s a model-step and 0.29 s a member's evaluation "
+            "(a run of two pieces side by side on two cores had finished none after 34 CPU minutes each), "
             f"so about {seconds / 3600:.1f} h on one core ({seconds / 60 / len(config['alphas']):.0f} minutes a "
             "piece); no GPU timing yet")
 
