@@ -509,7 +509,7 @@ def gpu_plan(device_type: str = "cuda", results_dir=None, smoke: bool = False, n
 
 def _main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m lib.paper_scale", description=__doc__.split("\n\n")[0])
-    p.add_argument("name", nargs="?", help="the named run (see --list)")
+    p.add_argument("name", nargs="*", help="the named run (see --list); with --plan, any number")
     p.add_argument("--list", action="store_true", help="list the named runs with an estimate of their cost")
     p.add_argument("--plan", action="store_true", help="the GPU plan: runs without a current result (or NAME, even "
                    "if current), cheapest first (one line each: name, pieces left, seconds a piece, pieces at a time)")
@@ -526,11 +526,12 @@ def _main(argv=None) -> int:
         print(listing())
         return 0
     if a.plan:
-        for x in gpu_plan((a.device or "cuda").split(":")[0], smoke=a.smoke, names=[a.name] if a.name else None):
+        for x in gpu_plan((a.device or "cuda").split(":")[0], smoke=a.smoke, names=a.name or None):
             print(x["name"], x["left"], round(x["piece_s"]), x["jobs"])
         return 0
-    if not a.name:
-        p.error("give a NAME or --list")
+    if len(a.name) != 1:
+        p.error("give one NAME, or --list or --plan")
+    a.name = a.name[0]
     path = run(a.name, smoke=a.smoke, device=a.device, out_dir=a.out, max_pieces=a.max_pieces,
                progress=not a.no_progress, n_jobs=a.jobs, cpu_pieces_only=a.cpu_pieces)
     if path is None:

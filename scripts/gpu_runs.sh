@@ -69,14 +69,7 @@ fi
 
 # the plan: one line per run without a current result, cheapest first: name, pieces left, seconds a piece, jobs
 # (runs named on the command line are planned even when their result is current: to run them again on a GPU)
-mapfile -t plan < <("$PY" - "$DEVICE" "${SMOKE:+smoke}" "$@" <<'PYEOF'
-import sys
-from lib.paper_scale import gpu_plan
-device, smoke, names = sys.argv[1], bool(sys.argv[2]), sys.argv[3:] or None
-for x in gpu_plan(device, smoke=smoke, names=names):
-    print(x["name"], x["left"], round(x["piece_s"]), x["jobs"])
-PYEOF
-)
+mapfile -t plan < <("$PY" -m lib.paper_scale --plan --device "$DEVICE" ${SMOKE:+--smoke} "$@")
 say "plan (run, pieces left, seconds a piece, at a time): ${plan[*]/%/;}"
 status=0
 for line in "${plan[@]}"; do

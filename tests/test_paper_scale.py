@@ -508,3 +508,11 @@ def test_cpu_pieces_run_ahead_on_a_machine_without_a_gpu_and_the_rest_completes_
 def test_cli_says_when_only_gpu_pieces_are_left(work, capsys):
     assert ps._main(["sbm_fig24", "--smoke", "--cpu-pieces", "--no-progress", "--out", str(work)]) == 3
     assert "the rest want a GPU" in capsys.readouterr().out
+
+
+def test_cli_plan_takes_any_number_of_names_and_a_run_takes_one(work, capsys):
+    assert ps._main(["--plan", "--device", "cpu", "--smoke", "recall_fig43", "gt_fig33a"]) == 0
+    lines = capsys.readouterr().out.split("\n")
+    assert sorted(line.split()[0] for line in lines if line) == ["gt_fig33a", "recall_fig43"]
+    with pytest.raises(SystemExit):
+        ps._main(["gt_fig33a", "gt_fig33b", "--smoke"])
